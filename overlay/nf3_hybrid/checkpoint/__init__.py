@@ -1,0 +1,1 @@
+"""Making, reading and checking hybrid checkpoints (no vLLM import)."""

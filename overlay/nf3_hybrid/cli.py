@@ -1,0 +1,157 @@
+"""``nf3-hybrid``: make, inspect and verify hybrid checkpoints (later: bench, doctor)."""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+logger = logging.getLogger("nf3_hybrid")
+
+
+def _cmd_tiny(args):
+    from .checkpoint.tiny import TinySpec, make_tiny_model
+
+    spec = TinySpec(
+        hidden_size=args.hidden,
+        moe_intermediate_size=args.moe_intermediate,
+        num_hidden_layers=args.layers,
+        n_routed_experts=args.experts,
+        num_experts_per_tok=args.top_k,
+        mtp=not args.no_mtp,
+        seed=args.seed,
+    )
+    out = make_tiny_model(args.out, spec, force=args.force)
+    print(f"wrote tiny bf16 model to {out}")
+    return 0
+
+
+def _parse_codebook(text):
+    if text is None:
+        return None
+    return [float(v) for v in text.split(",")]
+
+
+def _cmd_quantize(args):
+    from .checkpoint.maker import MakerOptions, make_hybrid_checkpoint, summarize
+    from .checkpoint.saliency import load_calib_tokens
+
+    opts = MakerOptions(
+        kept_per_layer=args.kept,
+        kept_format=args.kept_format,
+        non_expert=args.non_expert,
+        all_kept=args.all_kept,
+        calib_tokens=load_calib_tokens(args.calib) if args.calib else None,
+        nf3_codebook=_parse_codebook(args.codebook),
+        scale_search=args.scale_search,
+        config_layout=args.config_layout,
+        device=args.device,
+        force=args.force,
+        max_shard_bytes=int(args.shard_gib * (1 << 30)),
+    )
+    print(summarize(make_hybrid_checkpoint(args.src, args.out, opts)))
+    return 0
+
+
+def _cmd_inspect(args):
+    from .checkpoint.io import CheckpointReader
+    from .checkpoint.layout import describe, read_layout
+
+    with CheckpointReader(args.checkpoint) as reader:
+        print("\n".join(describe(read_layout(reader))))
+    return 0
+
+
+def _cmd_verify(args):
+    from .checkpoint.reference import format_report, plot_weight_errors, quality_report
+    from .checkpoint.tiny import sample_token_ids
+
+    tokens = sample_token_ids(args.source, n_seqs=args.seqs, seq_len=args.seq_len)
+    rep = quality_report(args.source, args.hybrid, tokens)
+    print(format_report(rep))
+    if args.json:
+        Path(args.json).write_text(json.dumps(rep.as_dict(), indent=2) + "\n")
+        print(f"wrote {args.json}")
+    if args.plot:
+        plot_weight_errors(rep.weight_rows, args.plot)
+        print(f"wrote {args.plot}")
+    return 0
+
+
+def _cmd_demo(args):
+    from .demo import run_demo
+
+    return run_demo(Path(args.build_dir), force=args.force)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="nf3-hybrid", description=__doc__)
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    t = sub.add_parser("tiny", help="write a tiny random GLM-4.5-style MoE model (bf16) with its tokenizer")
+    t.add_argument("out")
+    t.add_argument("--hidden", type=int, default=256)
+    t.add_argument("--moe-intermediate", type=int, default=256)
+    t.add_argument("--layers", type=int, default=4, help="decoder layers (the first is dense)")
+    t.add_argument("--experts", type=int, default=32)
+    t.add_argument("--top-k", type=int, default=4)
+    t.add_argument("--no-mtp", action="store_true", help="do not write the MTP layer")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--force", action="store_true", help="replace a non-empty output directory")
+    t.set_defaults(func=_cmd_tiny)
+
+    q = sub.add_parser("quantize", help="make a hybrid (or --all-kept uniform NVFP4) checkpoint from a bf16 one")
+    q.add_argument("src", help="Hugging Face bf16 MoE checkpoint directory")
+    q.add_argument("out", help="output directory")
+    q.add_argument("--kept", type=int, default=None, help="experts kept 4-bit per layer (default: a quarter)")
+    q.add_argument("--kept-format", default="nvfp4", choices=["nvfp4", "mxfp4_e8m0k32"])
+    q.add_argument("--non-expert", default="bf16", choices=["bf16", "fp8", "mxfp8"],
+                   help="non-expert linears: bf16, fp8 rev-2 (per-channel) or MXFP8 rev-3")
+    q.add_argument("--all-kept", action="store_true", help="uniform NVFP4 ModelOpt checkpoint (no bit map)")
+    q.add_argument("--calib", help="token ids (.json list(s) or text lines) for calibration-based saliency")
+    q.add_argument("--codebook", help="8 comma-separated NF3 levels (default: the standard NF3 codebook)")
+    q.add_argument("--scale-search", type=int, default=8, help="e4m3 scales tried per NF3 group (1 = absmax)")
+    q.add_argument("--config-layout", default="config", choices=["config", "hf_quant_config"],
+                   help="quantization config in config.json or nested in hf_quant_config.json")
+    q.add_argument("--device", default="cpu", help="torch device for quantization (e.g. cuda)")
+    q.add_argument("--shard-gib", type=float, default=4.0, help="output shard size")
+    q.add_argument("--force", action="store_true", help="replace a non-empty output directory")
+    q.set_defaults(func=_cmd_quantize)
+
+    i = sub.add_parser("inspect", help="summarize a (hybrid) checkpoint and check it against its bit map")
+    i.add_argument("checkpoint")
+    i.set_defaults(func=_cmd_inspect)
+
+    v = sub.add_parser("verify", help="float32 reference: per-tier weight error, KLD / top-1 vs the bf16 source")
+    v.add_argument("source", help="the bf16 source checkpoint")
+    v.add_argument("hybrid", help="the hybrid checkpoint made from it")
+    v.add_argument("--seqs", type=int, default=4)
+    v.add_argument("--seq-len", type=int, default=64)
+    v.add_argument("--json", help="write the report as JSON here")
+    v.add_argument("--plot", help="write a PNG of per-layer error by tier here")
+    v.set_defaults(func=_cmd_verify)
+
+    d = sub.add_parser("demo", help="tiny model → hybrid checkpoint → quality report (→ vLLM when a GPU is usable)")
+    d.add_argument("--build-dir", default="build")
+    d.add_argument("--force", action="store_true", help="rebuild outputs that already exist")
+    d.set_defaults(func=_cmd_demo)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, FileExistsError, FileNotFoundError) as exc:
+        print(f"nf3-hybrid {args.cmd}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+"""Every ``HYBRID_*`` environment variable: parsed and validated here, nowhere else.
+
+Imported by the start-up hook, so it must stay cheap: standard library only.
+A bad value is an error that names the variable and the accepted values — a typo in
+``HYBRID_KEPT`` must never silently select another backend.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from typing import Mapping, Optional
+
+KEPT_BACKENDS = ("auto", "triton", "b12x", "b12x_nf3", "ref")
+NF3_BACKENDS = ("fast", "ref")
+TIERS = ("both", "a", "b")
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("", "0", "false", "no", "off")
+
+
+class FlagError(ValueError):
+    """An environment variable with a value the overlay does not accept."""
+
+
+@dataclass(frozen=True)
+class Flags:
+    kept: str = "auto"
+    nf3: str = "fast"
+    tier: str = "both"
+    debug: bool = False
+    profile: bool = False
+    act_capture: str = ""
+    mxfp8_native: bool = False
+    max_tokens: Optional[int] = None
+    allow_untested_vllm: bool = False
+    disable: bool = False
+
+
+DOCS = {
+    'kept': (
+        "kept-tier backend: auto (b12x on SM120/121 when importable, else triton), triton, b12x, b12x_nf3 (both tiers through b12x's NF3-capable W4A16 kernel), ref (dequantize + bf16 matmul; validation only)."
+    ),
+    'nf3': (
+        'NF3-tier backend: fast (Triton kernel) or ref.'
+    ),
+    'tier': (
+        'run both tiers, only a (kept) or only b (NF3): debugging isolation.'
+    ),
+    'debug': (
+        "first call of each hybrid layer logs norms, NaN/Inf and the fast tiers' error against the reference backend (eager runs)."
+    ),
+    'profile': (
+        'per-tier CUDA-event timing of prefill-sized calls, logged by rank 0.'
+    ),
+    'act_capture': (
+        'directory: rank 0 saves MoE-layer inputs and routing for GPTQ.'
+    ),
+    'mxfp8_native': (
+        'serve MXFP8 (rev-3) non-expert weights as MXFP8 instead of dequantizing them to bf16 on load.'
+    ),
+    'max_tokens': (
+        "token capacity of the shared kernel scratch buffers (default: vLLM's max_num_batched_tokens)."
+    ),
+    'allow_untested_vllm': (
+        'patch a vLLM version other than the supported one.'
+    ),
+    'disable': (
+        'do not arm the import hook at all (vLLM stays stock).'
+    ),
+}
+
+ENV_NAMES = {
+    "kept": "HYBRID_KEPT",
+    "nf3": "HYBRID_NF3",
+    "tier": "HYBRID_TIER",
+    "debug": "HYBRID_DEBUG",
+    "profile": "HYBRID_PROFILE",
+    "act_capture": "HYBRID_ACT_CAPTURE",
+    "mxfp8_native": "HYBRID_MXFP8_NATIVE",
+    "max_tokens": "HYBRID_MAX_TOKENS",
+    "allow_untested_vllm": "HYBRID_ALLOW_UNTESTED_VLLM",
+    "disable": "HYBRID_DISABLE",
+}
+_CHOICES = {"kept": KEPT_BACKENDS, "nf3": NF3_BACKENDS, "tier": TIERS}
+
+
+def _bool(var: str, raw: str) -> bool:
+    v = raw.strip().lower()
+    if v in _TRUE:
+        return True
+    if v in _FALSE:
+        return False
+    raise FlagError(f"{var}={raw!r}: expected 1 or 0")
+
+
+def parse(env: Mapping[str, str]) -> Flags:
+    values = {}
+    for f in fields(Flags):
+        var = ENV_NAMES[f.name]
+        raw = env.get(var)
+        if raw is None:
+            continue
+        if f.name in _CHOICES:
+            v = raw.strip().lower()
+            if v not in _CHOICES[f.name]:
+                raise FlagError(f"{var}={raw!r}: expected one of {', '.join(_CHOICES[f.name])}")
+            values[f.name] = v
+        elif f.type in ("bool", bool):
+            values[f.name] = _bool(var, raw)
+        elif f.name == "max_tokens":
+            if raw.strip() == "":
+                continue
+            try:
+                n = int(raw)
+            except ValueError:
+                raise FlagError(f"{var}={raw!r}: expected a positive integer") from None
+            if n <= 0:
+                raise FlagError(f"{var}={raw!r}: expected a positive integer")
+            values[f.name] = n
+        else:
+            values[f.name] = raw.strip()
+    return Flags(**values)
+
+
+_current: Optional[Flags] = None
+
+
+def current() -> Flags:
+    """The process's flags, parsed once (TP workers inherit the environment)."""
+    global _current
+    if _current is None:
+        _current = parse(os.environ)
+    return _current
+
+
+def reset_for_tests():
+    global _current
+    _current = None
+
+
+def table() -> str:
+    """Markdown table of every flag (README)."""
+    rows = ["| variable | default | effect |", "| --- | --- | --- |"]
+    defaults = Flags()
+    for f in fields(Flags):
+        doc = DOCS[f.name]
+        rows.append(f"| `{ENV_NAMES[f.name]}` | `{getattr(defaults, f.name)}` | {doc} |")
+    return "\n".join(rows)

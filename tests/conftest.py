@@ -1,0 +1,44 @@
+"""Shared fixtures: one tiny bf16 model and the hybrid checkpoints made from it, built
+once per test session (a few seconds each on the CI machine)."""
+import os
+
+import pytest
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture(scope="session")
+def tiny_bf16(tmp_path_factory):
+    from nf3_hybrid.checkpoint.tiny import make_tiny_model
+
+    return make_tiny_model(tmp_path_factory.mktemp("ckpt") / "tiny-bf16")
+
+
+@pytest.fixture(scope="session")
+def make_ckpt(tiny_bf16, tmp_path_factory):
+    """make_ckpt(name, **MakerOptions fields) → hybrid checkpoint dir (cached by name)."""
+    from nf3_hybrid.checkpoint.maker import MakerOptions, make_hybrid_checkpoint
+
+    cache = {}
+
+    def make(name, **opts):
+        if name not in cache:
+            out = tmp_path_factory.mktemp("ckpt") / name
+            opts.setdefault("progress", False)
+            make_hybrid_checkpoint(tiny_bf16, out, MakerOptions(**opts))
+            cache[name] = out
+        return cache[name]
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def tiny_hybrid(make_ckpt):
+    return make_ckpt("tiny-hybrid")
+
+
+@pytest.fixture(scope="session")
+def eval_tokens(tiny_bf16):
+    from nf3_hybrid.checkpoint.tiny import sample_token_ids
+
+    return sample_token_ids(tiny_bf16, n_seqs=2, seq_len=48)
