@@ -122,6 +122,14 @@ def parse(env: Mapping[str, str]) -> Flags:
     return Flags(**values)
 
 
+def disabled(env: Mapping[str, str]) -> bool:
+    """HYBRID_DISABLE alone: the hook reads only this, so a typo in another flag is
+    reported where that flag is used (as a start-up error), not by silently
+    leaving the overlay out."""
+    raw = env.get(ENV_NAMES["disable"])
+    return False if raw is None else _bool(ENV_NAMES["disable"], raw)
+
+
 _current: Optional[Flags] = None
 
 

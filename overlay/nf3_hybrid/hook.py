@@ -18,13 +18,16 @@ _state = {"armed": False, "patched": False, "error": None, "skipped": None}
 
 
 def _log():
-    return logging.getLogger("nf3_hybrid.hook")
+    # under "vllm." so the message goes through vLLM's own log handler and format
+    return logging.getLogger("vllm.nf3_hybrid.hook")
 
 
 def _one_line(msg: str):
-    """Reported on stderr as well as the log: vLLM's logging may not be set up yet."""
-    _log().warning(msg)
-    if not logging.getLogger().handlers and not _log().handlers:
+    """One warning line: through vLLM's logger when it is set up, else on stderr."""
+    log = _log()
+    if log.hasHandlers():
+        log.warning("nf3-hybrid: %s", msg)
+    else:
         sys.stderr.write(f"[nf3-hybrid] {msg}\n")
 
 
@@ -73,10 +76,12 @@ class _ModeloptFinder(importlib.abc.MetaPathFinder):
 
 def arm() -> bool:
     """Installs the finder once; patches at once if vLLM's module is already imported."""
+    import os
+
     from . import flags
 
     try:
-        if flags.current().disable:
+        if flags.disabled(os.environ):
             return False
     except flags.FlagError as exc:
         _one_line(f"hook not armed: {exc}")

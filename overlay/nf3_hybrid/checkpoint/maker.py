@@ -237,9 +237,11 @@ def make_hybrid_checkpoint(src, out, opts: Optional[MakerOptions] = None) -> Mak
             new_cfg["quantization_config"] = qc
         else:
             nested = {k: v for k, v in qc.items() if k not in ("quant_method", "config_groups", "producer")}
-            (tmp / HF_QUANT_CONFIG).write_text(
-                json.dumps({"producer": qc["producer"], "quantization": nested}, indent=2) + "\n"
-            )
+            # quant_method (auto-detection) and config_groups (the weight-only marker) stay at
+            # the top level, where vLLM looks for them
+            doc = {"producer": qc["producer"], "quant_method": "modelopt", "quantization": nested,
+                   "config_groups": qc["config_groups"]}
+            (tmp / HF_QUANT_CONFIG).write_text(json.dumps(doc, indent=2) + "\n")
         (tmp / "config.json").write_text(json.dumps(new_cfg, indent=2) + "\n")
         for fname in TOKENIZER_FILES:
             if (src / fname).is_file():

@@ -208,7 +208,6 @@ def make_tiny_model(out_dir, spec: TinySpec | None = None, force: bool = False) 
     tok = train_tokenizer(out, spec.vocab_size)
     vocab = len(tok)
     cfg = _config(spec, vocab)
-    cfg.torch_dtype = torch.bfloat16
     sd = {k: v.to(torch.bfloat16).contiguous() for k, v in tiny_state_dict(spec, vocab).items()}
     save_file(sd, str(out / "model.safetensors"), metadata={"format": "pt"})
     cfg_dict = cfg.to_dict()

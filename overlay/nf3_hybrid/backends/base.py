@@ -1,0 +1,54 @@
+"""What every tier backend gets and must provide."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+import torch
+
+NVFP4 = "nvfp4"
+MXFP4 = "mxfp4_e8m0k32"
+NF3 = "nf3"
+
+
+@dataclass
+class TierWeights:
+    """One tier of one MoE layer, as stored after loading (TP-sharded, compact).
+
+    ``w13`` holds gate rows [0, I) and up rows [I, 2I) of each local expert.
+    ``local_map[g]`` is the local index of global expert g in this tier, −1 elsewhere.
+    """
+
+    fmt: str
+    num_experts: int
+    hidden: int
+    inter: int  # intermediate size of this TP rank
+    w13: torch.Tensor  # nvfp4/mxfp4: uint8 [n, 2I, H/2]; nf3: uint8 [n, 2I, H/8*3]
+    w13_scale: torch.Tensor  # nvfp4: e4m3 [n, 2I, H/16]; mxfp4: uint8 [n, 2I, H/32]; nf3: e4m3 [n, 2I, H/32]
+    w2: torch.Tensor
+    w2_scale: torch.Tensor
+    local_map: torch.Tensor  # int32 [E_global]
+    w13_scale_2: Optional[torch.Tensor] = None  # nvfp4: fp32 [n, 2] (gate, up)
+    w2_scale_2: Optional[torch.Tensor] = None  # nvfp4: fp32 [n]
+    codebook: Optional[Tuple[float, ...]] = None  # nf3
+
+    @property
+    def device(self) -> torch.device:
+        return self.w13.device
+
+
+class TierBackend:
+    """Runs the expert MLP ``down(silu(gate(x)) * up(x))`` of one tier's experts for
+    the routed tokens and returns the routing-weighted sum per token ``[M, H]``
+    (tokens routed to no expert of this tier get zeros)."""
+
+    name = "base"
+    # may run inside a captured CUDA graph (no host sync, no allocation per call)
+    graph_safe = False
+
+    def __init__(self, tier: TierWeights):
+        self.tier = tier
+
+    def run(self, x: torch.Tensor, topk_weights: torch.Tensor, topk_ids: torch.Tensor,
+            weights_on_input: bool = False) -> torch.Tensor:
+        raise NotImplementedError

@@ -1,0 +1,168 @@
+"""The MoE method vLLM's ModelOpt NVFP4 config builds for every routed-experts layer.
+
+``HybridNvFp4FusedMoE`` is installed as ``ModelOptNvFp4Config.FusedMoEMethodCls``.
+Constructing it for a config without a hybrid bit map returns vLLM's own
+``ModelOptNvFp4FusedMoE`` untouched, so ordinary NVFP4 checkpoints behave exactly as
+on stock vLLM. For a hybrid config it stores each layer's experts in two compact
+tiers and runs ``apply`` as tier A (kept) + tier B (NF3), returning the routed-only,
+unreduced output: vLLM's runner adds the shared experts, the routed scaling and the
+tensor-parallel all-reduce.
+
+It deliberately does not run the stock constructor: that selects a kernel backend for
+the full expert count (and raises where none fits), which the hybrid layout never uses.
+"""
+from __future__ import annotations
+
+from typing import Dict, Optional
+
+import torch
+from vllm.logger import init_logger
+from vllm.model_executor.layers.fused_moe.activation import MoEActivation
+from vllm.model_executor.layers.fused_moe.fused_moe_method_base import FusedMoEMethodBase
+from vllm.model_executor.layers.quantization.modelopt import ModelOptNvFp4FusedMoE
+
+from .. import flags as flags_mod
+from ..backends.base import MXFP4, NF3, NVFP4, TierWeights
+from ..backends.select import backend_class, choose, device_info
+from ..bitmap import KEPT, NF3 as NF3_TIER, TIER_NAMES, HybridConfigError, LayerPlan, layer_index_from_name
+from .config import spec_of
+from .expert_loader import ExpertLoader
+from .storage import tier_param_specs
+
+logger = init_logger(__name__)
+
+_announced = set()
+
+
+def _once(key, msg, *args):
+    if key not in _announced:
+        _announced.add(key)
+        logger.info(msg, *args)
+
+
+class HybridNvFp4FusedMoE(FusedMoEMethodBase):
+    supports_pre_processed_weights = False
+
+    def __new__(cls, quant_config=None, moe_config=None, *args, **kwargs):
+        if spec_of(quant_config) is None:
+            # not a hybrid checkpoint: vLLM's own method, constructed exactly as stock does
+            return ModelOptNvFp4FusedMoE(quant_config=quant_config, moe_config=moe_config)
+        return super().__new__(cls)
+
+    def __init__(self, quant_config, moe_config):
+        super().__init__(moe_config)
+        self.quant_config = quant_config
+        self.spec = spec_of(quant_config)
+        self.plan: Optional[LayerPlan] = None
+        self.loader: Optional[ExpertLoader] = None
+        self.tiers: Dict[int, TierWeights] = {}
+        self.backends: Dict[int, object] = {}
+        mpc = moe_config.moe_parallel_config
+        if mpc.use_ep or mpc.enable_eplb:
+            raise HybridConfigError(
+                "hybrid checkpoints do not support expert parallelism / EPLB yet "
+                "(serve with tensor parallelism only)"
+            )
+        if moe_config.activation != MoEActivation.SILU or not moe_config.is_act_and_mul:
+            raise HybridConfigError(
+                f"hybrid MoE layers need SiLU-gated experts, this model uses {moe_config.activation.value}"
+            )
+
+    # ------------------------------------------------------------ weights
+    def create_weights(self, layer, num_experts, hidden_size, intermediate_size_per_partition,
+                       params_dtype, **extra_weight_attrs):
+        name = layer.layer_name
+        idx = layer_index_from_name(name)
+        if idx is None:
+            raise HybridConfigError(f"{name}: cannot tell the decoder layer index from the layer name")
+        plan = self.spec.plan_for(idx, num_experts)
+        kept_fmt = MXFP4 if self.spec.kept_format_for(idx) == MXFP4 else NVFP4
+        fmt = {KEPT: kept_fmt, NF3_TIER: NF3}
+        H, I = hidden_size, intermediate_size_per_partition
+        mpc = self.moe.moe_parallel_config
+        for tier, need in ((KEPT, 32 if kept_fmt == MXFP4 else 16), (NF3_TIER, 32)):
+            if plan.count(tier) and (I % need or H % need):
+                raise HybridConfigError(
+                    f"{name} (layer {idx}): the {TIER_NAMES[tier]} tier needs hidden size and per-rank "
+                    f"intermediate size divisible by {need}; got hidden {H}, intermediate {I} per rank "
+                    f"(tensor parallel size {mpc.tp_size})"
+                )
+        specs, params = {}, {}
+        for tier in (KEPT, NF3_TIER):
+            specs[tier] = tier_param_specs(fmt[tier], plan.count(tier), H, I)
+            params[tier] = {}
+        self.loader = ExpertLoader(name, plan, fmt, specs, params, mpc.tp_rank, mpc.tp_size)
+        for tier in (KEPT, NF3_TIER):
+            for key, spec in specs[tier].items():
+                p = torch.nn.Parameter(torch.zeros(spec.shape, dtype=spec.dtype), requires_grad=False)
+                p.weight_loader = self.loader
+                p.nf3_family, p.nf3_ckpt = key.split(".", 1)
+                layer.register_parameter(spec.name, p)
+                params[tier][key] = p
+        layer.num_experts = num_experts
+        layer.params_dtype = params_dtype
+        self.plan = plan
+        self.fmt = fmt
+        self.hidden, self.inter = H, I
+        logger.debug("%s: %d %s + %d NF3 experts (tp %d/%d, I=%d per rank)", name, plan.count(KEPT),
+                     kept_fmt, plan.count(NF3_TIER), mpc.tp_rank, mpc.tp_size, I)
+
+    def _tier_weights(self, layer, tier: int) -> TierWeights:
+        fmt = self.fmt[tier]
+        pre = "nf3_scale" if fmt == NF3 else "weight_scale"
+        packed = "weight_packed" if fmt == NF3 else "weight"
+        local_map = torch.tensor(self.plan.local_map(tier), dtype=torch.int32, device=getattr(layer, f"w13_{packed}").device)
+        return TierWeights(
+            fmt=fmt,
+            num_experts=self.plan.count(tier),
+            hidden=self.hidden,
+            inter=self.inter,
+            w13=getattr(layer, f"w13_{packed}"),
+            w13_scale=getattr(layer, f"w13_{pre}"),
+            w2=getattr(layer, f"w2_{packed}"),
+            w2_scale=getattr(layer, f"w2_{pre}"),
+            local_map=local_map,
+            w13_scale_2=getattr(layer, "w13_weight_scale_2", None) if fmt == NVFP4 else None,
+            w2_scale_2=getattr(layer, "w2_weight_scale_2", None) if fmt == NVFP4 else None,
+            codebook=self.spec.nf3_codebook if fmt == NF3 else None,
+        )
+
+    def process_weights_after_loading(self, layer) -> None:
+        self.loader.check_complete()
+        differ = self.loader.check_shared_global_scales()
+        if differ:
+            logger.warning(
+                "%s: kept experts %s have different gate/up weight_scale_2; the hybrid kernels use "
+                "each half's own scale", layer.layer_name, differ[:8])
+        f = flags_mod.current()
+        dev = getattr(layer, "w13_weight").device
+        choice = choose(f.kept, f.nf3, device_info(dev), self.fmt[KEPT])
+        _once(("backends", choice), "nf3-hybrid backends: kept tier %s, NF3 tier %s (%s)",
+              choice.kept, choice.nf3, choice.reason)
+        for tier, name in ((KEPT, choice.kept), (NF3_TIER, choice.nf3)):
+            tw = self._tier_weights(layer, tier)
+            self.tiers[tier] = tw
+            self.backends[tier] = backend_class(name, tw.fmt)(tw)
+
+    # ------------------------------------------------------------ forward
+    def get_fused_moe_quant_config(self, layer):
+        return None  # the hybrid tiers run outside vLLM's modular kernels
+
+    def uses_weight_scale_2_pattern(self) -> bool:
+        return True
+
+    @property
+    def supports_eplb(self) -> bool:
+        return False
+
+    def apply(self, layer, x, topk_weights, topk_ids, shared_experts=None, shared_experts_input=None):
+        on_input = bool(getattr(layer, "apply_router_weight_on_input", False))
+        out = None
+        for tier in (KEPT, NF3_TIER):
+            if self.plan.count(tier) == 0:
+                continue
+            y = self.backends[tier].run(x, topk_weights, topk_ids, on_input)
+            out = y if out is None else out + y
+        if out is None:
+            return torch.zeros_like(x)
+        return out.to(x.dtype)

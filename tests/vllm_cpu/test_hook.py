@@ -1,0 +1,115 @@
+"""The .pth-armed hook, in fresh interpreters of the test venv (as users start them)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+SITE = Path(sysconfig.get_paths()["purelib"])
+MODELOPT = "vllm.model_executor.layers.quantization.modelopt"
+
+PROBE = f"""
+import json, sys
+import nf3_hybrid.hook as h
+before = dict(h.status(), vllm_loaded="vllm" in sys.modules, torch_loaded="torch" in sys.modules)
+import vllm
+__PRE__
+import {MODELOPT} as m
+print("RESULT", json.dumps({{"before": before, "after": h.status(), "cls": m.ModelOptNvFp4Config.FusedMoEMethodCls.__name__}}))
+"""
+
+
+def run_probe(pre="", env=None, pythonpath=None):
+    e = dict(os.environ)
+    for k in list(e):
+        if k.startswith("HYBRID_"):
+            del e[k]
+    e.update(env or {})
+    if pythonpath:
+        e["PYTHONPATH"] = str(pythonpath)
+    p = subprocess.run([sys.executable, "-c", PROBE.replace("__PRE__", pre)], capture_output=True, text=True, env=e, timeout=300)
+    line = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")]
+    assert p.returncode == 0 and line, p.stdout + p.stderr
+    return json.loads(line[0][7:]), p.stderr
+
+
+def test_pth_is_installed_next_to_the_package():
+    assert (SITE / "nf3_hybrid.pth").is_file() and (SITE / "nf3_hybrid" / "hook.py").is_file()
+    text = (SITE / "nf3_hybrid.pth").read_text()
+    assert len(text.strip().splitlines()) == 1 and text.startswith("import ")
+
+
+def test_fresh_interpreter_is_armed_and_patches_on_import():
+    res, _ = run_probe()
+    assert res["before"]["armed"] and res["before"]["finder"] and not res["before"]["patched"]
+    # arming imported neither vLLM nor torch
+    assert not res["before"]["vllm_loaded"] and not res["before"]["torch_loaded"]
+    assert res["after"]["patched"] and res["cls"] == "HybridNvFp4FusedMoE"
+
+
+def test_plain_python_start_imports_nothing_heavy():
+    code = "import sys; print(sorted(m for m in sys.modules if m.split('.')[0] in ('vllm','torch','nf3_hybrid')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert eval(out) == ["nf3_hybrid", "nf3_hybrid.flags", "nf3_hybrid.hook"]
+
+
+def _spawned_status(q):
+    import nf3_hybrid.hook as h
+    import vllm.model_executor.layers.quantization.modelopt as m
+
+    q.put((h.status(), m.ModelOptNvFp4Config.FusedMoEMethodCls.__name__))
+
+
+def test_spawned_child_is_patched():
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=_spawned_status, args=(q,))
+    p.start()
+    status, cls = q.get(timeout=300)
+    p.join(60)
+    assert status["armed"] and status["patched"] and cls == "HybridNvFp4FusedMoE"
+
+
+def test_untested_vllm_version_is_refused_with_one_line():
+    res, err = run_probe(pre="vllm.__version__ = '0.34.0'")
+    assert not res["after"]["patched"] and res["cls"] == "ModelOptNvFp4FusedMoE"
+    assert "0.34.0 is not a tested version" in res["after"]["skipped"]
+    lines = [l for l in err.splitlines() if "not a tested version" in l]
+    assert len(lines) == 1 and "HYBRID_ALLOW_UNTESTED_VLLM=1" in lines[0]
+    res, _ = run_probe(pre="vllm.__version__ = '0.34.0'", env={"HYBRID_ALLOW_UNTESTED_VLLM": "1"})
+    assert res["after"]["patched"] and res["cls"] == "HybridNvFp4FusedMoE"
+
+
+def test_disable_flag_leaves_vllm_stock():
+    res, _ = run_probe(env={"HYBRID_DISABLE": "1"})
+    assert not res["before"]["armed"] and not res["before"]["finder"] and res["cls"] == "ModelOptNvFp4FusedMoE"
+
+
+def _broken_copy(tmp_path, where, code):
+    pkg = tmp_path / "nf3_hybrid"
+    shutil.copytree(SITE / "nf3_hybrid", pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    target = pkg / where
+    target.write_text(target.read_text() + "\n" + code + "\n")
+    return tmp_path
+
+
+def test_broken_patch_logs_one_line_and_vllm_stays_stock(tmp_path):
+    path = _broken_copy(tmp_path, "vllm_patch/__init__.py", "raise RuntimeError('overlay is broken')")
+    res, err = run_probe(pythonpath=path)
+    assert res["before"]["armed"] and not res["after"]["patched"] and res["cls"] == "ModelOptNvFp4FusedMoE"
+    assert "overlay is broken" in res["after"]["error"]
+    assert len([l for l in err.splitlines() if "overlay is broken" in l]) == 1
+
+
+def test_broken_hook_never_stops_python_starting(tmp_path):
+    path = _broken_copy(tmp_path, "hook.py", "raise ImportError('hook is broken')")
+    e = dict(os.environ, PYTHONPATH=str(path))
+    p = subprocess.run([sys.executable, "-c", "print('alive')"], capture_output=True, text=True, env=e, timeout=60)
+    assert p.returncode == 0 and p.stdout.strip() == "alive"
+    assert [l for l in p.stderr.splitlines() if "hook not armed" in l and "hook is broken" in l]
