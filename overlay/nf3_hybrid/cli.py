@@ -79,6 +79,18 @@ def _cmd_verify(args):
     return 0
 
 
+def _cmd_doctor(args):
+    from .doctor import main as doctor_main
+
+    return doctor_main(spawn_check=not args.no_spawn)
+
+
+def _cmd_bench(args):
+    from .bench import main as bench_main
+
+    return bench_main(args)
+
+
 def _cmd_demo(args):
     from .demo import run_demo
 
@@ -132,6 +144,18 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--json", help="write the report as JSON here")
     v.add_argument("--plot", help="write a PNG of per-layer error by tier here")
     v.set_defaults(func=_cmd_verify)
+
+    dr = sub.add_parser("doctor", help="can this environment serve hybrid checkpoints? (exit 1 if not)")
+    dr.add_argument("--no-spawn", action="store_true", help="skip the spawned-child hook check")
+    dr.set_defaults(func=_cmd_doctor)
+
+    b = sub.add_parser("bench", help="time the hybrid tiers against vLLM's NVFP4 and bf16 MoE (needs a GPU)")
+    b.add_argument("--shape", default="all", choices=["all", "glm5.2", "tiny"])
+    b.add_argument("--inter", type=int, nargs="*", help="per-rank intermediate sizes (default 2048 1024 512)")
+    b.add_argument("--tokens", type=int, nargs="*", help="token counts (default 1 2 4 8 16 64 512 2048 8192)")
+    b.add_argument("--out-dir", default="bench/results")
+    b.add_argument("--tag", default="h200")
+    b.set_defaults(func=_cmd_bench)
 
     d = sub.add_parser("demo", help="tiny model → hybrid checkpoint → quality report (→ vLLM when a GPU is usable)")
     d.add_argument("--build-dir", default="build")

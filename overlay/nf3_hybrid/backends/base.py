@@ -38,17 +38,17 @@ class TierWeights:
 
 
 class TierBackend:
-    """Runs the expert MLP ``down(silu(gate(x)) * up(x))`` of one tier's experts for
-    the routed tokens and returns the routing-weighted sum per token ``[M, H]``
-    (tokens routed to no expert of this tier get zeros)."""
+    """Runs the expert MLP ``down(silu(gate(x)) * up(x))`` of one tier's experts for the
+    routed tokens and adds the routing-weighted result into a shared float32 ``[M, H]``
+    output (tokens routed to no expert of this tier are left as they are)."""
 
     name = "base"
-    # may run inside a captured CUDA graph (no host sync, no allocation per call)
+    # may run inside a captured CUDA graph (no host sync, no scratch allocation per call)
     graph_safe = False
 
     def __init__(self, tier: TierWeights):
         self.tier = tier
 
-    def run(self, x: torch.Tensor, topk_weights: torch.Tensor, topk_ids: torch.Tensor,
-            weights_on_input: bool = False) -> torch.Tensor:
+    def run_into(self, out: torch.Tensor, x: torch.Tensor, topk_weights: torch.Tensor,
+                 topk_ids: torch.Tensor, weights_on_input: bool = False) -> None:
         raise NotImplementedError

@@ -39,11 +39,10 @@ class RefBackend(TierBackend):
     name = "ref"
     graph_safe = False
 
-    def run(self, x, topk_weights, topk_ids, weights_on_input=False):
+    def run_into(self, out, x, topk_weights, topk_ids, weights_on_input=False):
         t = self.tier
-        out = torch.zeros(x.shape[0], t.hidden, dtype=torch.float32, device=x.device)
         if t.num_experts == 0:
-            return out
+            return
         local = t.local_map[topk_ids.long()]
         for e in torch.unique(local[local >= 0]).tolist():
             tok, slot = torch.where(local == e)
@@ -54,4 +53,3 @@ class RefBackend(TierBackend):
             gate, up = (xe @ dequant_w13(t, e).t()).chunk(2, dim=-1)
             y = (F.silu(gate) * up) @ dequant_w2(t, e).t()
             out.index_add_(0, tok, y if weights_on_input else y * w)
-        return out

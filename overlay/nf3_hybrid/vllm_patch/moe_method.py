@@ -23,6 +23,7 @@ from vllm.model_executor.layers.quantization.modelopt import ModelOptNvFp4FusedM
 
 from .. import flags as flags_mod
 from ..backends.base import MXFP4, NF3, NVFP4, TierWeights
+from ..backends.executor import LayerExecutor
 from ..backends.select import backend_class, choose, device_info
 from ..bitmap import KEPT, NF3 as NF3_TIER, TIER_NAMES, HybridConfigError, LayerPlan, layer_index_from_name
 from .config import spec_of
@@ -38,6 +39,15 @@ def _once(key, msg, *args):
     if key not in _announced:
         _announced.add(key)
         logger.info(msg, *args)
+
+
+def _cuda_graphs_on() -> bool:
+    from vllm.config import CUDAGraphMode, get_current_vllm_config_or_none
+
+    cfg = get_current_vllm_config_or_none()
+    if cfg is None or cfg.device_config is None or str(cfg.device_config.device) == "cpu":
+        return False
+    return cfg.compilation_config.cudagraph_mode not in (None, CUDAGraphMode.NONE)
 
 
 class HybridNvFp4FusedMoE(FusedMoEMethodBase):
@@ -56,7 +66,7 @@ class HybridNvFp4FusedMoE(FusedMoEMethodBase):
         self.plan: Optional[LayerPlan] = None
         self.loader: Optional[ExpertLoader] = None
         self.tiers: Dict[int, TierWeights] = {}
-        self.backends: Dict[int, object] = {}
+        self.executor: Optional[LayerExecutor] = None
         mpc = moe_config.moe_parallel_config
         if mpc.use_ep or mpc.enable_eplb:
             raise HybridConfigError(
@@ -139,10 +149,24 @@ class HybridNvFp4FusedMoE(FusedMoEMethodBase):
         choice = choose(f.kept, f.nf3, device_info(dev), self.fmt[KEPT])
         _once(("backends", choice), "nf3-hybrid backends: kept tier %s, NF3 tier %s (%s)",
               choice.kept, choice.nf3, choice.reason)
+        if "triton" in (choice.kept, choice.nf3):
+            from ..backends.triton_tiers import Workspace
+
+            max_tokens = f.max_tokens or self.moe.max_num_tokens
+            Workspace.get(dev).reserve(max_tokens, self.moe.experts_per_token, self.hidden, self.inter,
+                                       max(self.plan.count(KEPT), self.plan.count(NF3_TIER)))
+        backends = {}
         for tier, name in ((KEPT, choice.kept), (NF3_TIER, choice.nf3)):
             tw = self._tier_weights(layer, tier)
             self.tiers[tier] = tw
-            self.backends[tier] = backend_class(name, tw.fmt)(tw)
+            backends[tier] = backend_class(name, tw.fmt)(tw)
+        self.executor = LayerExecutor(backends, self.hidden)
+        if not self.executor.graph_safe and _cuda_graphs_on():
+            raise HybridConfigError(
+                f"{layer.layer_name}: backends kept={choice.kept} nf3={choice.nf3} are for validation and "
+                "cannot run inside CUDA graphs; serve with enforce_eager=True (--enforce-eager) or use "
+                "HYBRID_KEPT=triton / HYBRID_NF3=fast"
+            )
 
     # ------------------------------------------------------------ forward
     def get_fused_moe_quant_config(self, layer):
@@ -157,12 +181,4 @@ class HybridNvFp4FusedMoE(FusedMoEMethodBase):
 
     def apply(self, layer, x, topk_weights, topk_ids, shared_experts=None, shared_experts_input=None):
         on_input = bool(getattr(layer, "apply_router_weight_on_input", False))
-        out = None
-        for tier in (KEPT, NF3_TIER):
-            if self.plan.count(tier) == 0:
-                continue
-            y = self.backends[tier].run(x, topk_weights, topk_ids, on_input)
-            out = y if out is None else out + y
-        if out is None:
-            return torch.zeros_like(x)
-        return out.to(x.dtype)
+        return self.executor.forward(x, topk_weights, topk_ids, on_input)

@@ -1,0 +1,46 @@
+"""Both tiers of one layer: tier A (kept) + tier B (NF3) → the routed output.
+
+When every non-empty tier runs on Triton, one routing launch serves both and zeroes
+the shared fp32 accumulator in the workspace; otherwise each tier adds its part into
+a fresh fp32 buffer. Either way the result is cast once to the activation dtype.
+"""
+from __future__ import annotations
+
+from typing import Dict
+
+import torch
+
+from .base import TierBackend
+from .triton_tiers import TritonTier, check_capacity, run_chunk, stacked_maps
+
+
+class LayerExecutor:
+    def __init__(self, backends: Dict[int, TierBackend], hidden: int):
+        self.backends = {t: b for t, b in backends.items() if b.tier.num_experts > 0}
+        self.hidden = hidden
+        active = [self.backends[t] for t in sorted(self.backends)]
+        self.fused = bool(active) and all(isinstance(b, TritonTier) for b in active)
+        self.triton = active if self.fused else []
+        self.maps = stacked_maps(self.triton) if self.fused else None
+        self.graph_safe = all(b.graph_safe for b in active)
+
+    def forward(self, x: torch.Tensor, topk_weights: torch.Tensor, topk_ids: torch.Tensor,
+                weights_on_input: bool = False) -> torch.Tensor:
+        m = x.shape[0]
+        if not self.backends:
+            return torch.zeros_like(x)
+        if self.fused:
+            ws = self.triton[0].ws
+            check_capacity(ws, m)
+            result = torch.empty((m, self.hidden), dtype=x.dtype, device=x.device)
+            for c0 in range(0, m, ws.chunk):
+                c1 = min(m, c0 + ws.chunk)
+                acc = ws.out[: c1 - c0]
+                run_chunk(self.triton, self.maps, acc, x[c0:c1], topk_weights[c0:c1], topk_ids[c0:c1],
+                          weights_on_input, zero=True)
+                result[c0:c1].copy_(acc)
+            return result
+        out = torch.zeros((m, self.hidden), dtype=torch.float32, device=x.device)
+        for t in sorted(self.backends):
+            self.backends[t].run_into(out, x, topk_weights, topk_ids, weights_on_input)
+        return out.to(x.dtype)

@@ -1,0 +1,200 @@
+"""Triton backends for the NF3 tier and the NVFP4 / MXFP4 kept tier.
+
+Scratch lives in one ``Workspace`` per device, shared by every layer, sized once from
+the serving capacity (vLLM's max_num_batched_tokens) while weights are processed —
+before any CUDA graph is captured. A step allocates nothing but its bf16 result, does
+not synchronise with the host, and only compiles kernels for batch shapes it has not
+seen (vLLM's warm-up runs every captured size before capture).
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Dict, Optional
+
+import torch
+
+from ..formats import e2m1, nf3
+from ..kernels import align, expert_mlp, interpret
+from .base import MXFP4, NF3, NVFP4, TierBackend, TierWeights
+
+# tokens per pass; larger batches run in several passes over the same scratch
+CHUNK_TOKENS = 4096
+DECODE_TOKENS = 64
+
+_FMT = {NF3: expert_mlp.FMT_NF3, NVFP4: expert_mlp.FMT_NVFP4, MXFP4: expert_mlp.FMT_MXFP4}
+
+
+class CapacityError(RuntimeError):
+    """A batch larger than the token capacity the scratch was planned for."""
+
+
+def kernel_config(m: int, interp: bool) -> dict:
+    """Tile shapes by batch size: small batches stream weights (memory-bound), large
+    ones feed tensor cores (compute-bound)."""
+    if interp:
+        return dict(BM=16, BN13=32, BK13=64, BN2=32, BK2=64, warps=4, stages=1)
+    if m <= DECODE_TOKENS:
+        return dict(BM=16, BN13=32, BK13=256, BN2=64, BK2=128, warps=4, stages=3)
+    return dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3)
+
+
+def _bins(n_local_max: int) -> int:
+    nb = 2
+    while nb < n_local_max + 1:
+        nb *= 2
+    return nb
+
+
+class Workspace:
+    """Per-device scratch shared by all hybrid layers of the process."""
+
+    _by_device: Dict[torch.device, "Workspace"] = {}
+    _lock = threading.Lock()
+
+    def __init__(self, device):
+        self.device = torch.device(device)
+        self.max_tokens = 0
+        self.topk = 0
+        self.hidden = 0
+        self.inter = 0
+        self.n_local = 0
+        self.chunk = 0
+        self.tables: Dict[str, torch.Tensor] = {}
+
+    @classmethod
+    def get(cls, device) -> "Workspace":
+        dev = torch.device(device)
+        with cls._lock:
+            ws = cls._by_device.get(dev)
+            if ws is None:
+                ws = cls._by_device[dev] = Workspace(dev)
+            return ws
+
+    def reserve(self, max_tokens: int, topk: int, hidden: int, inter: int, n_local: int):
+        """Grow the scratch to cover these sizes (called while processing weights)."""
+        need = (max(self.max_tokens, max_tokens), max(self.topk, topk), max(self.hidden, hidden),
+                max(self.inter, inter), max(self.n_local, n_local))
+        if need == (self.max_tokens, self.topk, self.hidden, self.inter, self.n_local):
+            return
+        self.max_tokens, self.topk, self.hidden, self.inter, self.n_local = need
+        self.chunk = min(self.max_tokens, CHUNK_TOKENS)
+        pairs = self.chunk * self.topk
+        cap = blocks = 0
+        for m in (1, self.chunk):
+            c, b = align.capacity(pairs, self.n_local, kernel_config(m, interpret())["BM"])
+            cap, blocks = max(cap, c), max(blocks, b)
+        nb = _bins(self.n_local)
+        d = self.device
+        self.sorted_ids = torch.empty((2, cap), dtype=torch.int32, device=d)
+        self.block_expert = torch.empty((2, blocks), dtype=torch.int32, device=d)
+        self.cursor = torch.empty((2, nb), dtype=torch.int32, device=d)
+        self.starts = torch.empty((2, nb), dtype=torch.int32, device=d)
+        self.inter_cache = torch.empty((cap, self.inter), dtype=torch.bfloat16, device=d)
+        self.out = torch.empty((self.chunk, self.hidden), dtype=torch.float32, device=d)
+
+    def table(self, name: str, values) -> torch.Tensor:
+        t = self.tables.get(name)
+        if t is None:
+            t = self.tables[name] = torch.tensor(values, dtype=torch.float32, device=self.device)
+        return t
+
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in
+                   (self.sorted_ids, self.block_expert, self.cursor, self.starts, self.inter_cache, self.out))
+
+
+def _e4m3_table():
+    return torch.arange(256, dtype=torch.int32).to(torch.uint8).view(torch.float8_e4m3fn).float().nan_to_num(0.0).tolist()
+
+
+def _e8m0_table():
+    return [2.0 ** (i - 127) if i < 255 else 0.0 for i in range(256)]
+
+
+class TritonTier(TierBackend):
+    """One tier through the Triton expert-MLP kernels (NF3, NVFP4 or MXFP4)."""
+
+    name = "triton"
+    graph_safe = True
+
+    def __init__(self, tier: TierWeights, workspace: Optional[Workspace] = None):
+        super().__init__(tier)
+        self.ws = workspace or Workspace.get(tier.device)
+        self.fmt = _FMT[tier.fmt]
+        if tier.fmt == NF3:
+            self.values = self.ws.table(f"nf3:{tier.codebook}", list(nf3.validate_codebook(tier.codebook)))
+        else:
+            self.values = self.ws.table("e2m1", e2m1.decode_table().tolist())
+        self.scales = self.ws.table("e8m0" if tier.fmt == MXFP4 else "e4m3",
+                                    _e8m0_table() if tier.fmt == MXFP4 else _e4m3_table())
+        # scale bits are read as bytes (e4m3 and e8m0 alike)
+        self.w13_scale = tier.w13_scale.view(torch.uint8)
+        self.w2_scale = tier.w2_scale.view(torch.uint8)
+        self.own_maps = stacked_maps([self]) if tier.num_experts else None
+
+    def gemms(self, x, tw, sorted_ids, block_expert, out, num_pairs, topk, on_input, cfg):
+        t = self.tier
+        if t.num_experts == 0:
+            return
+        inter = self.ws.inter_cache[: sorted_ids.numel(), : t.inter]
+        dot32 = interpret()
+        expert_mlp.launch_w13(x, t.w13, self.w13_scale, t.w13_scale_2, sorted_ids, block_expert, tw, inter,
+                              self.values, self.scales, num_pairs, topk, t.inter, self.fmt, on_input, cfg, dot32)
+        expert_mlp.launch_w2(inter, t.w2, self.w2_scale, t.w2_scale_2, sorted_ids, block_expert, tw, out,
+                             self.values, self.scales, num_pairs, topk, t.inter, self.fmt, on_input, cfg, dot32)
+
+    def run_into(self, out, x, topk_weights, topk_ids, weights_on_input=False):
+        if self.tier.num_experts == 0:
+            return
+        maps = self.own_maps
+        m = topk_ids.shape[0]
+        check_capacity(self.ws, m)
+        for c0 in range(0, m, self.ws.chunk):
+            c1 = min(m, c0 + self.ws.chunk)
+            run_chunk([self], maps, out[c0:c1], x[c0:c1], topk_weights[c0:c1], topk_ids[c0:c1],
+                      weights_on_input, zero=False)
+
+
+def check_capacity(ws: Workspace, m: int):
+    if m > ws.max_tokens:
+        raise CapacityError(
+            f"nf3-hybrid: a batch of {m} tokens exceeds the planned capacity of {ws.max_tokens} "
+            "(vLLM's max_num_batched_tokens, or HYBRID_MAX_TOKENS)"
+        )
+
+
+def stacked_maps(tiers):
+    """(local maps int32 [T, E], expert counts int32 [T]) for one routing launch."""
+    maps = torch.stack([t.tier.local_map for t in tiers]).to(torch.int32).contiguous()
+    n_local = torch.tensor([t.tier.num_experts for t in tiers], dtype=torch.int32, device=maps.device)
+    return maps, n_local
+
+
+def run_chunk(tiers, maps, out, x, topk_weights, topk_ids, weights_on_input, zero: bool):
+    """At most ``chunk`` tokens: route once for all given Triton tiers (one launch, which
+    also zeroes ``out`` when asked), then each tier's two GEMMs add into ``out``."""
+    ws = tiers[0].ws
+    m, topk = topk_ids.shape
+    ids = topk_ids.reshape(-1)
+    tw = topk_weights.reshape(-1)
+    if tw.dtype != torch.float32 or not tw.is_contiguous():
+        tw = tw.float().contiguous()
+    if not ids.is_contiguous():
+        ids = ids.contiguous()
+    cfg = kernel_config(m, interpret())
+    pairs = ids.numel()
+    cap, blocks = align.capacity(pairs, ws.n_local, cfg["BM"])
+    t_n = len(tiers)
+    sorted_ids = ws.sorted_ids[:t_n, :cap]
+    block_expert = ws.block_expert[:t_n, :blocks]
+    zero_programs = min(64, max(1, out.numel() // 65536)) if zero else 0
+    align.launch(ids, maps[0], maps[1], sorted_ids, block_expert, ws.cursor[:t_n], ws.starts[:t_n], out,
+                 cfg["BM"], zero_programs)
+    for i, tier in enumerate(tiers):
+        tier.gemms(x, tw, sorted_ids[i], block_expert[i], out, pairs, topk, weights_on_input, cfg)
+
+
+# names the backend selection looks up
+NF3TritonBackend = TritonTier
+FP4TritonBackend = TritonTier

@@ -1,0 +1,258 @@
+"""``nf3-hybrid bench``: the hybrid tiers against vLLM's own MoE paths, one process, one GPU.
+
+For GLM-5.2's expert shapes (hidden 6144; per-rank intermediate 2048/1024/512 for TP
+1/2/4; 256 experts = 64 kept + 192 NF3; top-8) and the tiny model's, at each token count
+and with uniform random routing, it times (CUDA-graph replay, median of CUDA events):
+our NF3 tier alone, our NVFP4 tier alone, the full hybrid layer, vLLM's stock NVFP4 MoE
+(whatever its oracle picks here — Marlin W4A16 on SM90) for the same expert counts and
+routing, and vLLM's bf16 fused MoE. Each row reports the bytes the call must read
+(weights of the experts touched + activations) and the bandwidth achieved against the
+device-to-device copy bandwidth measured in the same run. Writes JSON and a PNG.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Dict, List
+
+import torch
+
+TOKENS = (1, 2, 4, 8, 16, 64, 512, 2048, 8192)
+GLM52 = dict(name="glm5.2", hidden=6144, experts=256, kept=64, topk=8, inters=(2048, 1024, 512))
+TINY = dict(name="tiny", hidden=256, experts=32, kept=8, topk=4, inters=(256,))
+
+
+def time_graph(fn: Callable[[], object], iters: int = 30) -> float:
+    """Median µs of ``fn`` replayed from a CUDA graph (after one eager warm-up)."""
+    fn()
+    torch.cuda.synchronize()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    times = []
+    for _ in range(iters):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1000.0)
+    del g
+    return statistics.median(times)
+
+
+def copy_bandwidth(nbytes: int = 1 << 30) -> float:
+    """GB/s of a device-to-device copy, counting bytes read plus bytes written."""
+    src = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    us = time_graph(lambda: dst.copy_(src), iters=20)
+    return 2 * nbytes / (us * 1e-6) / 1e9
+
+
+def random_routing(m: int, experts: int, topk: int, seed: int):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    ids = torch.rand(m, experts, generator=g, device="cuda").topk(topk, dim=1).indices.to(torch.int32)
+    w = torch.rand(m, topk, generator=g, device="cuda") + 0.05
+    return (w / w.sum(1, keepdim=True)).float(), ids
+
+
+def random_tier(fmt: str, n: int, hidden: int, inter: int, local_map, seed: int):
+    """Random packed weights/scales (values do not matter for timing; the kernels are
+    checked against the reference elsewhere)."""
+    from .backends.base import NVFP4, NF3, TierWeights
+
+    g = torch.Generator(device="cuda").manual_seed(seed)
+
+    def rb(*shape):
+        return torch.randint(0, 256, shape, generator=g, device="cuda", dtype=torch.uint8)
+
+    def scales(*shape):
+        bits = torch.randint(0x30, 0x40, shape, generator=g, device="cuda", dtype=torch.int32).to(torch.uint8)
+        return bits if fmt not in (NVFP4, NF3) else bits.view(torch.float8_e4m3fn)
+
+    if fmt == NF3:
+        w13, s13 = rb(n, 2 * inter, hidden // 8 * 3), scales(n, 2 * inter, hidden // 32)
+        w2, s2 = rb(n, hidden, inter // 8 * 3), scales(n, hidden, inter // 32)
+    else:
+        grp = 16 if fmt == NVFP4 else 32
+        w13, s13 = rb(n, 2 * inter, hidden // 2), scales(n, 2 * inter, hidden // grp)
+        w2, s2 = rb(n, hidden, inter // 2), scales(n, hidden, inter // grp)
+    return TierWeights(
+        fmt=fmt, num_experts=n, hidden=hidden, inter=inter, w13=w13, w13_scale=s13, w2=w2, w2_scale=s2,
+        local_map=torch.tensor(local_map, dtype=torch.int32, device="cuda"),
+        w13_scale_2=torch.full((n, 2), 1e-3, device="cuda") if fmt == NVFP4 else None,
+        w2_scale_2=torch.full((n,), 1e-3, device="cuda") if fmt == NVFP4 else None,
+        codebook=None if fmt != NF3 else (-1.0, -0.6047, -0.3563, -0.1275, 0.1275, 0.3563, 0.6047, 1.0),
+    )
+
+
+def _tier_bytes(t) -> int:
+    return sum(x.numel() * x.element_size() for x in (t.w13, t.w13_scale, t.w2, t.w2_scale)) // max(t.num_experts, 1)
+
+
+def _touched(ids, experts_in) -> int:
+    return int(torch.isin(ids.unique(), experts_in).sum())
+
+
+def run(shapes, tokens=TOKENS, out_dir="bench/results", tag="h200", seed=0, log=print) -> dict:
+    from .backends.executor import LayerExecutor
+    from .backends.triton_tiers import TritonTier, Workspace
+    from .vllm_patch import stock_moe
+
+    stock_moe.init_single_gpu()
+    dev = torch.cuda.get_device_name(0)
+    cap = torch.cuda.get_device_capability(0)
+    bw = copy_bandwidth()
+    log(f"{dev} SM{cap[0]}{cap[1]}: device-to-device copy {bw:.0f} GB/s")
+    rows: List[dict] = []
+    stock_backends: Dict[str, str] = {}
+    for shape in shapes:
+        H, E, Kn, topk = shape["hidden"], shape["experts"], shape["kept"], shape["topk"]
+        for inter in shape["inters"]:
+            g = torch.Generator().manual_seed(seed + inter)
+            perm = torch.randperm(E, generator=g).tolist()
+            kept = sorted(perm[:Kn])
+            kmap = [-1] * E
+            nmap = [-1] * E
+            for i, e in enumerate(kept):
+                kmap[e] = i
+            for i, e in enumerate(sorted(perm[Kn:])):
+                nmap[e] = i
+            Km = E - Kn
+            ws = Workspace(torch.device("cuda"))
+            ws.reserve(max(tokens), topk, H, inter, max(Kn, Km, E))
+            a = random_tier("nvfp4", Kn, H, inter, kmap, seed + 1)
+            b = random_tier("nf3", Km, H, inter, nmap, seed + 2)
+            a_only = random_tier("nvfp4", Kn, H, inter, list(range(Kn)), seed + 3)
+            b_only = random_tier("nf3", Km, H, inter, list(range(Km)), seed + 4)
+            ours = {
+                "ours_hybrid": (LayerExecutor({0: TritonTier(a, ws), 1: TritonTier(b, ws)}, H), E),
+                "ours_nf3_tier": (LayerExecutor({1: TritonTier(b_only, ws)}, H), Km),
+                "ours_nvfp4_tier": (LayerExecutor({0: TritonTier(a_only, ws)}, H), Kn),
+            }
+            kept_t = torch.tensor(kept, device="cuda")
+            nf3_t = torch.tensor(sorted(perm[Kn:]), device="cuda")
+            per_a, per_b = _tier_bytes(a), _tier_bytes(b)
+            stock = {}
+            for name, kind, n_exp in (("vllm_nvfp4", "nvfp4", E), ("vllm_nvfp4_nf3set", "nvfp4", Km),
+                                      ("vllm_nvfp4_keptset", "nvfp4", Kn), ("vllm_bf16", "bf16", E)):
+                fn, backend, per = stock_moe.build(kind, n_exp, H, inter, topk, seed)
+                stock[name] = (fn, n_exp, per)
+                stock_backends[f"{kind}:{shape['name']}:I{inter}:E{n_exp}"] = backend
+            for m in tokens:
+                x = (torch.randn(m, H, device="cuda") * 0.5).to(torch.bfloat16)
+                routes = {n: random_routing(m, n, topk, seed + m) for n in {E, Km, Kn}}
+                act = m * H * 2 * 2  # read x, write the output
+                entries = []
+                for name, (ex, n) in ours.items():
+                    w, ids = routes[n]
+                    if name == "ours_hybrid":
+                        nbytes = _touched(ids, kept_t) * per_a + _touched(ids, nf3_t) * per_b
+                    else:
+                        nbytes = int(ids.unique().numel()) * (per_b if n == Km else per_a)
+                    entries.append((name, lambda ex=ex, w=w, ids=ids: ex.forward(x, w, ids), nbytes + act))
+                for name, (fn, n, per) in stock.items():
+                    w, ids = routes[n]
+                    entries.append((name, lambda fn=fn, w=w, ids=ids: fn(x, w, ids),
+                                    int(ids.unique().numel()) * per + act))
+                for name, fn, nbytes in entries:
+                    us = time_graph(fn)
+                    gbs = nbytes / (us * 1e-6) / 1e9
+                    rows.append(dict(shape=shape["name"], inter=inter, tokens=m, contender=name, us=round(us, 2),
+                                     bytes=nbytes, gbs=round(gbs, 1), frac_copy_bw=round(gbs / bw, 3)))
+                log(_line(rows[-len(entries):]))
+            del ours, stock, a, b, a_only, b_only, ws
+            torch.cuda.empty_cache()
+    res = {"device": dev, "capability": list(cap), "copy_gbs": round(bw, 1), "stock_backends": stock_backends,
+           "rows": rows, "ratios": ratios(rows), "command": " ".join(sys.argv), "date": time.strftime("%Y-%m-%d")}
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"bench_moe_{tag}.json").write_text(json.dumps(res, indent=2) + "\n")
+    plot(res, out / f"bench_moe_{tag}.png")
+    log(table(res))
+    return res
+
+
+def _line(rows):
+    r0 = rows[0]
+    parts = [f"{r['contender']} {r['us']:.1f}us ({100 * r['frac_copy_bw']:.0f}%)" for r in rows]
+    return f"{r0['shape']} I={r0['inter']} M={r0['tokens']}: " + ", ".join(parts)
+
+
+def ratios(rows) -> List[dict]:
+    """Per shape/M: stock NVFP4 time over ours (>1 means we are faster)."""
+    idx = {(r["shape"], r["inter"], r["tokens"], r["contender"]): r for r in rows}
+    out = []
+    for (shape, inter, m, name), r in idx.items():
+        if name != "ours_hybrid":
+            continue
+        get = lambda c: idx.get((shape, inter, m, c), {}).get("us")  # noqa: E731
+        out.append(dict(
+            shape=shape, inter=inter, tokens=m,
+            hybrid_vs_stock_nvfp4=_div(get("vllm_nvfp4"), get("ours_hybrid")),
+            nf3_tier_vs_stock_nvfp4=_div(get("vllm_nvfp4_nf3set"), get("ours_nf3_tier")),
+            nvfp4_tier_vs_stock_nvfp4=_div(get("vllm_nvfp4_keptset"), get("ours_nvfp4_tier")),
+            hybrid_vs_bf16=_div(get("vllm_bf16"), get("ours_hybrid")),
+        ))
+    return out
+
+
+def _div(a, b):
+    return round(a / b, 3) if a and b else None
+
+
+def table(res) -> str:
+    lines = [f"copy bandwidth {res['copy_gbs']} GB/s; stock backends: {sorted(set(res['stock_backends'].values()))}",
+             "| shape | I | M | ours hybrid µs | stock NVFP4 µs | speed-up | NF3 tier speed-up | NVFP4 tier speed-up | vs bf16 | NF3 tier %BW | NVFP4 tier %BW |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    idx = {(r["shape"], r["inter"], r["tokens"], r["contender"]): r for r in res["rows"]}
+    for q in res["ratios"]:
+        k = (q["shape"], q["inter"], q["tokens"])
+        h, s = idx[k + ("ours_hybrid",)], idx.get(k + ("vllm_nvfp4",), {})
+        nf, kp = idx[k + ("ours_nf3_tier",)], idx[k + ("ours_nvfp4_tier",)]
+        lines.append(f"| {q['shape']} | {q['inter']} | {q['tokens']} | {h['us']} | {s.get('us')} | "
+                     f"{q['hybrid_vs_stock_nvfp4']} | {q['nf3_tier_vs_stock_nvfp4']} | {q['nvfp4_tier_vs_stock_nvfp4']} | "
+                     f"{q['hybrid_vs_bf16']} | {100 * nf['frac_copy_bw']:.0f}% | {100 * kp['frac_copy_bw']:.0f}% |")
+    return "\n".join(lines)
+
+
+def plot(res, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = sorted({(r["shape"], r["inter"]) for r in res["rows"]})
+    fig, axes = plt.subplots(1, len(keys), figsize=(5 * len(keys), 4), squeeze=False)
+    for ax, (shape, inter) in zip(axes[0], keys):
+        for name in ("ours_hybrid", "ours_nf3_tier", "ours_nvfp4_tier", "vllm_nvfp4", "vllm_bf16"):
+            pts = [(r["tokens"], r["gbs"]) for r in res["rows"] if (r["shape"], r["inter"], r["contender"]) == (shape, inter, name)]
+            if pts:
+                ax.plot(*zip(*pts), marker="o", label=name)
+        ax.axhline(res["copy_gbs"], color="k", ls="--", lw=1, label="D2D copy")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("tokens")
+        ax.set_ylabel("GB/s of bytes that must be read")
+        ax.set_title(f"{shape} I={inter}")
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(args) -> int:
+    shapes = [GLM52, TINY] if args.shape == "all" else [GLM52 if args.shape == "glm5.2" else TINY]
+    if args.inter:
+        shapes = [dict(s, inters=tuple(args.inter)) for s in shapes]
+    tokens = tuple(args.tokens) if args.tokens else TOKENS
+    run(shapes, tokens, args.out_dir, args.tag)
+    return 0

@@ -1,0 +1,100 @@
+"""Routing → expert blocks, one launch for every tier of a layer, graph-safe.
+
+For each tier t: routed (token, k) pairs whose expert belongs to t are placed, grouped
+by local expert, into blocks of BLOCK_M slots (padding slots hold the sentinel P =
+M·top_k); ``block_expert[t, b]`` is the local expert of block b, −1 for blocks past the
+end. Pairs of other tiers (local map −1) get no slot, so no weights are read for them.
+The same launch also zeroes the fp32 output the tiers accumulate into.
+
+All sizes are fixed by the caller's capacity, nothing is synchronised with the host,
+so it can be captured in a CUDA graph. Order inside an expert's blocks follows atomic
+increments; results do not depend on it (every slot's row is computed independently).
+"""
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _align_zero_kernel(
+    ids_ptr, P, local_map_ptr, map_stride, n_local_ptr,
+    sorted_ptr, sorted_stride, bexp_ptr, bexp_stride, cursor_ptr, starts_ptr, scratch_stride,
+    cap, max_blocks,
+    out_ptr, out_numel,
+    NUM_TIERS: tl.constexpr, NB: tl.constexpr, BLOCK_M: tl.constexpr,
+    CHUNK: tl.constexpr, ZERO_BLOCK: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    if pid >= NUM_TIERS:
+        # zero the shared fp32 output
+        nz = tl.num_programs(0) - NUM_TIERS
+        for start in range((pid - NUM_TIERS) * ZERO_BLOCK, out_numel, nz * ZERO_BLOCK):
+            offs = start + tl.arange(0, ZERO_BLOCK)
+            tl.store(out_ptr + offs, tl.zeros([ZERO_BLOCK], dtype=tl.float32), mask=offs < out_numel)
+        return
+    t = pid
+    n_local = tl.load(n_local_ptr + t)
+    srt = sorted_ptr + t * sorted_stride
+    bexp = bexp_ptr + t * bexp_stride
+    cur = cursor_ptr + t * scratch_stride
+    stp = starts_ptr + t * scratch_stride
+    bins = tl.arange(0, NB)
+    # phase 0: sentinel everywhere, cursors at zero
+    for start in range(0, cap, CHUNK):
+        offs = start + tl.arange(0, CHUNK)
+        tl.store(srt + offs, tl.zeros([CHUNK], dtype=tl.int32) + P, mask=offs < cap)
+    tl.store(cur + bins, tl.zeros([NB], dtype=tl.int32))
+    # phase 1: pairs per local expert (bin NB-1 collects other tiers and masked lanes)
+    counts = tl.zeros([NB], dtype=tl.int32)
+    for start in range(0, P, CHUNK):
+        offs = start + tl.arange(0, CHUNK)
+        m = offs < P
+        g = tl.load(ids_ptr + offs, mask=m, other=0).to(tl.int32)
+        loc = tl.load(local_map_ptr + t * map_stride + g, mask=m, other=-1)
+        loc = tl.where(loc < 0, NB - 1, loc)
+        counts += tl.histogram(loc, NB)
+    counts = tl.where(bins < n_local, counts, 0)
+    padded = (counts + BLOCK_M - 1) // BLOCK_M * BLOCK_M
+    ends = tl.cumsum(padded, 0)
+    tl.store(stp + bins, ends - padded)
+    # block → expert: the number of experts whose slots end at or before the block
+    for start in range(0, max_blocks, CHUNK):
+        blk = start + tl.arange(0, CHUNK)
+        owner = tl.sum((ends[None, :] <= (blk * BLOCK_M)[:, None]).to(tl.int32), axis=1)
+        owner = tl.where(owner < n_local, owner, -1)
+        tl.store(bexp + blk, owner, mask=blk < max_blocks)
+    tl.debug_barrier()
+    # phase 2: each pair takes the next slot of its expert
+    for start in range(0, P, CHUNK):
+        offs = start + tl.arange(0, CHUNK)
+        m = offs < P
+        g = tl.load(ids_ptr + offs, mask=m, other=0).to(tl.int32)
+        loc = tl.load(local_map_ptr + t * map_stride + g, mask=m, other=-1)
+        ok = m & (loc >= 0)
+        safe = tl.where(ok, loc, 0)
+        rank = tl.atomic_add(cur + safe, 1, mask=ok)
+        base = tl.load(stp + safe, mask=ok, other=0)
+        tl.store(srt + base + rank, offs, mask=ok)
+
+
+def capacity(num_pairs: int, n_local_max: int, block_m: int):
+    """(slots, blocks) one tier needs for ``num_pairs`` routed pairs: each expert wastes
+    less than one block of padding."""
+    blocks = triton.cdiv(num_pairs, block_m) + n_local_max
+    return blocks * block_m, blocks
+
+
+def launch(ids, local_maps, n_local, sorted_ids, block_expert, cursor, starts, out, block_m: int,
+           zero_programs: int = 0):
+    """ids: [P] routed expert ids; local_maps: int32 [T, E]; n_local: int32 [T];
+    sorted_ids: int32 [T, cap]; block_expert: int32 [T, max_blocks]; cursor/starts:
+    int32 [T, NB]; out: fp32 tensor zeroed by ``zero_programs`` extra programs."""
+    T = local_maps.shape[0]
+    P = ids.numel()
+    nb = cursor.shape[1]
+    _align_zero_kernel[(T + zero_programs,)](
+        ids, P, local_maps, local_maps.stride(0), n_local,
+        sorted_ids, sorted_ids.stride(0), block_expert, block_expert.stride(0), cursor, starts, cursor.stride(0),
+        sorted_ids.shape[1], block_expert.shape[1],
+        out, out.numel() if zero_programs else 0,
+        NUM_TIERS=T, NB=nb, BLOCK_M=block_m, CHUNK=256, ZERO_BLOCK=4096,
+    )

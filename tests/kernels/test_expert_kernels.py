@@ -1,0 +1,111 @@
+"""Triton tier kernels vs the reference backend (dequantize + float32 matmul).
+
+On a GPU-less machine these run under TRITON_INTERPRET=1 (set by tests/conftest.py;
+the kernels dot in float32 there); on the GPU host the same tests run the compiled
+kernels, plus the ``gpu``-marked ones at GLM-5.2 shapes. Scratch and outputs are
+poisoned before every run, so a row the kernels forget to write fails.
+"""
+import pytest
+import torch
+
+from nf3_hybrid.backends.executor import LayerExecutor
+from nf3_hybrid.backends.ref import RefBackend
+from nf3_hybrid.backends.triton_tiers import CapacityError, TritonTier, Workspace
+from tests.kernels.tiers import make_tier, routing, split_experts
+
+DEV = "cuda" if torch.cuda.is_available() else "cpu"
+TOL = 1.5e-2  # bf16 activations, bf16 intermediate cache and output
+
+
+def poison(ws):
+    ws.out.fill_(float("nan"))
+    ws.inter_cache.fill_(float("nan"))
+    ws.sorted_ids.fill_(-7)
+    ws.block_expert.fill_(123456)
+
+
+def rel(a, b):
+    return float((a.float() - b.float()).norm() / b.float().norm().clamp_min(1e-30))
+
+
+def build(kept_fmt, n_kept, num_experts, hidden, inter, max_tokens, topk, seed=0, codebook=None):
+    kmap, nmap = split_experts(num_experts, n_kept, seed)
+    a = make_tier(kept_fmt, n_kept, hidden, inter, kmap, DEV, seed + 1)
+    b = make_tier("nf3", num_experts - n_kept, hidden, inter, nmap, DEV, seed + 2, codebook)
+    ws = Workspace(torch.device(DEV))  # private workspace per test
+    ws.reserve(max_tokens, topk, hidden, inter, max(n_kept, num_experts - n_kept))
+    ref = LayerExecutor({0: RefBackend(a), 1: RefBackend(b)}, hidden)
+    tri = LayerExecutor({0: TritonTier(a, ws), 1: TritonTier(b, ws)}, hidden)
+    return ref, tri, ws
+
+
+@pytest.mark.parametrize("kept_fmt", ["nvfp4", "mxfp4_e8m0k32"])
+@pytest.mark.parametrize("m,topk", [(1, 1), (1, 8), (3, 4), (17, 2), (33, 8)])
+def test_hybrid_layer_matches_reference(kept_fmt, m, topk):
+    ref, tri, ws = build(kept_fmt, 5, 16, 128, 64, 64, 8, seed=m)
+    assert tri.fused and tri.graph_safe
+    w, ids = routing(m, 16, topk, seed=m, device=DEV)
+    x = (torch.randn(m, 128, generator=torch.Generator().manual_seed(m)) * 2).to(torch.bfloat16).to(DEV)
+    poison(ws)
+    out = tri.forward(x, w, ids)
+    assert torch.isfinite(out).all()
+    assert rel(out, ref.forward(x, w, ids)) < TOL
+
+
+@pytest.mark.parametrize("n_kept", [0, 16])
+def test_one_tier_empty(n_kept):
+    ref, tri, ws = build("nvfp4", n_kept, 16, 128, 64, 16, 4)
+    w, ids = routing(7, 16, 4, seed=3, device=DEV)
+    x = torch.randn(7, 128).to(torch.bfloat16).to(DEV)
+    poison(ws)
+    assert rel(tri.forward(x, w, ids), ref.forward(x, w, ids)) < TOL
+
+
+def test_custom_codebook_and_weights_on_input():
+    cb = (-1.0, -0.7, -0.4, -0.12, 0.12, 0.4, 0.7, 1.0)
+    ref, tri, ws = build("nvfp4", 4, 16, 128, 64, 16, 4, codebook=cb)
+    w, ids = routing(5, 16, 4, seed=5, device=DEV)
+    x = torch.randn(5, 128).to(torch.bfloat16).to(DEV)
+    for on_input in (False, True):
+        poison(ws)
+        assert rel(tri.forward(x, w, ids, on_input), ref.forward(x, w, ids, on_input)) < TOL
+
+
+def test_tokens_beyond_one_chunk_and_capacity():
+    ref, tri, ws = build("nvfp4", 4, 16, 128, 64, 40, 4)
+    ws.chunk = 16  # force three passes over the scratch
+    w, ids = routing(40, 16, 4, seed=9, device=DEV)
+    x = torch.randn(40, 128).to(torch.bfloat16).to(DEV)
+    poison(ws)
+    assert rel(tri.forward(x, w, ids), ref.forward(x, w, ids)) < TOL
+    w, ids = routing(41, 16, 4, seed=9, device=DEV)
+    with pytest.raises(CapacityError, match="a batch of 41 tokens exceeds the planned capacity of 40"):
+        tri.forward(torch.zeros(41, 128, dtype=torch.bfloat16, device=DEV), w, ids)
+
+
+def test_single_tier_backend_adds_into_a_shared_output():
+    """run_into (the path used when the other tier runs on another backend)."""
+    kmap, nmap = split_experts(16, 6, 4)
+    b = make_tier("nf3", 10, 128, 64, nmap, DEV, 4)
+    ws = Workspace(torch.device(DEV))
+    ws.reserve(8, 4, 128, 64, 10)
+    w, ids = routing(8, 16, 4, seed=4, device=DEV)
+    x = torch.randn(8, 128).to(torch.bfloat16).to(DEV)
+    base = torch.randn(8, 128, device=DEV)
+    got, want = base.clone(), base.clone()
+    TritonTier(b, ws).run_into(got, x, w, ids)
+    RefBackend(b).run_into(want, x, w, ids)
+    assert rel(got - base, want - base) < TOL
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("inter", [2048, 1024, 512])
+@pytest.mark.parametrize("m", [1, 8, 64, 511, 2048])
+def test_glm5_shapes_on_gpu(inter, m):
+    if DEV != "cuda":
+        pytest.skip("GPU shapes")
+    ref, tri, ws = build("nvfp4", 64, 256, 6144, inter, 8192, 8, seed=inter + m)
+    w, ids = routing(m, 256, 8, seed=m, device=DEV)
+    x = (torch.randn(m, 6144, device=DEV) * 2).to(torch.bfloat16)
+    poison(ws)
+    assert rel(tri.forward(x, w, ids), ref.forward(x, w, ids)) < TOL
