@@ -81,27 +81,13 @@ if [ "$EXTRAS" = 1 ]; then
 fi
 
 if [ "$CHECK" = 1 ]; then
-  "$PY" - <<'EOF'
-import multiprocessing as mp
+  "$PY" -c '
 import sys
-
 import nf3_hybrid.hook as h
-
-
-def child(q):
-    import nf3_hybrid.hook as hh
-    q.put(hh.status()["armed"])
-
-
-if __name__ == "__main__":
-    fresh = h.status()["armed"]
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    p = ctx.Process(target=child, args=(q,))
-    p.start()
-    spawned = q.get(timeout=120)
-    p.join()
-    print(f"nf3-hybrid: hook armed in a fresh interpreter: {fresh}; in a spawned child: {spawned}")
-    sys.exit(0 if fresh and spawned else 1)
-EOF
+from nf3_hybrid.doctor import hook_in_spawned_child
+fresh = h.status()["armed"]
+spawned = hook_in_spawned_child()["armed"]
+print(f"nf3-hybrid: hook armed in a fresh interpreter: {fresh}; in a spawned child: {spawned}")
+sys.exit(0 if fresh and spawned else 1)
+'
 fi

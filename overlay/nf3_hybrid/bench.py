@@ -249,10 +249,68 @@ def plot(res, path):
     plt.close(fig)
 
 
+SWEEP = {
+    "gemv": [dict(BN13=8, BK13=256, BN2=16, BK2=256, warps=4), dict(BN13=4, BK13=256, BN2=16, BK2=256, warps=4),
+             dict(BN13=16, BK13=256, BN2=32, BK2=256, warps=4), dict(BN13=8, BK13=512, BN2=16, BK2=512, warps=4),
+             dict(BN13=4, BK13=512, BN2=8, BK2=256, warps=2), dict(BN13=16, BK13=128, BN2=16, BK2=128, warps=8)],
+    "small": [dict(BM=16, BN13=32, BK13=256, BN2=64, BK2=128, warps=4, stages=3),
+              dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3),
+              dict(BM=16, BN13=32, BK13=128, BN2=128, BK2=64, warps=4, stages=4)],
+    "large": [dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3),
+              dict(BM=64, BN13=128, BK13=64, BN2=128, BK2=64, warps=8, stages=3),
+              dict(BM=128, BN13=64, BK13=64, BN2=128, BK2=64, warps=8, stages=3),
+              dict(BM=64, BN13=32, BK13=128, BN2=64, BK2=128, warps=4, stages=3)],
+}
+SWEEP_TOKENS = {"gemv": (1, 8), "small": (64,), "large": (2048,)}
+
+
+def sweep(inter=512, log=print) -> dict:
+    """Times the hybrid layer (GLM-5.2 shape) under each candidate tile configuration and
+    returns the fastest per batch class; the winners become ``kernel_config``'s table."""
+    from .backends import triton_tiers
+    from .backends.executor import LayerExecutor
+    from .backends.triton_tiers import TritonTier, Workspace
+
+    H, E, Kn, topk = GLM52["hidden"], GLM52["experts"], GLM52["kept"], GLM52["topk"]
+    kmap = [i if i < Kn else -1 for i in range(E)]
+    nmap = [i - Kn if i >= Kn else -1 for i in range(E)]
+    ws = Workspace(torch.device("cuda"))
+    ws.reserve(4096, topk, H, inter, E)
+    ex = LayerExecutor({0: TritonTier(random_tier("nvfp4", Kn, H, inter, kmap, 1), ws),
+                        1: TritonTier(random_tier("nf3", E - Kn, H, inter, nmap, 2), ws)}, H)
+    chosen, trials = {}, []
+    default = {k: triton_tiers.kernel_config(SWEEP_TOKENS[k][0], False) for k in SWEEP}
+    for cls, cands in SWEEP.items():
+        best = None
+        for cfg in cands:
+            triton_tiers.CONFIG_OVERRIDE = {**default, cls: cfg}
+            total = 0.0
+            for m in SWEEP_TOKENS[cls]:
+                w, ids = random_routing(m, E, topk, m)
+                x = (torch.randn(m, H, device="cuda") * 0.5).to(torch.bfloat16)
+                total += time_graph(lambda: ex.forward(x, w, ids), iters=15)
+            trials.append(dict(cls=cls, cfg=cfg, us=round(total, 1)))
+            log(f"sweep {cls} {cfg}: {total:.1f} us")
+            if best is None or total < best[0]:
+                best = (total, cfg)
+        chosen[cls] = best[1]
+    triton_tiers.CONFIG_OVERRIDE = chosen
+    return {"chosen": chosen, "trials": trials, "inter": inter}
+
+
 def main(args) -> int:
     shapes = [GLM52, TINY] if args.shape == "all" else [GLM52 if args.shape == "glm5.2" else TINY]
     if args.inter:
         shapes = [dict(s, inters=tuple(args.inter)) for s in shapes]
     tokens = tuple(args.tokens) if args.tokens else TOKENS
-    run(shapes, tokens, args.out_dir, args.tag)
+    swept = None
+    if args.sweep:
+        from .vllm_patch import stock_moe
+
+        stock_moe.init_single_gpu()
+        swept = sweep()
+    res = run(shapes, tokens, args.out_dir, args.tag)
+    if swept is not None:
+        res["kernel_configs"] = swept
+        Path(args.out_dir, f"bench_moe_{args.tag}.json").write_text(json.dumps(res, indent=2) + "\n")
     return 0

@@ -155,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--tokens", type=int, nargs="*", help="token counts (default 1 2 4 8 16 64 512 2048 8192)")
     b.add_argument("--out-dir", default="bench/results")
     b.add_argument("--tag", default="h200")
+    b.add_argument("--sweep", action="store_true", help="first pick kernel tile configs by timing candidates")
     b.set_defaults(func=_cmd_bench)
 
     d = sub.add_parser("demo", help="tiny model → hybrid checkpoint → quality report (→ vLLM when a GPU is usable)")

@@ -8,12 +8,12 @@ from nf3_hybrid.formats import mxfp4, nf3, nvfp4
 
 def make_tier(fmt, n, hidden, inter, global_map, device="cpu", seed=0, codebook=None, std=0.05):
     """``global_map``: list, global expert → local index in this tier or −1."""
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
     w13s, s13s, w2s, s2s, g13, g2 = [], [], [], [], [], []
     for _ in range(n):
-        gate = torch.randn(inter, hidden, generator=g) * std
-        up = torch.randn(inter, hidden, generator=g) * std * 1.5
-        down = torch.randn(hidden, inter, generator=g) * std
+        gate = torch.randn(inter, hidden, generator=g, device=device) * std
+        up = torch.randn(inter, hidden, generator=g, device=device) * std * 1.5
+        down = torch.randn(hidden, inter, generator=g, device=device) * std
         if fmt == NVFP4:
             qg, sg, s2g = nvfp4.quantize(gate)
             qu, su, s2u = nvfp4.quantize(up)  # different gate/up global scales on purpose

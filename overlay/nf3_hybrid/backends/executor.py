@@ -11,7 +11,8 @@ from typing import Dict
 import torch
 
 from .base import TierBackend
-from .triton_tiers import TritonTier, check_capacity, run_chunk, stacked_maps
+from .base import MXFP4, NVFP4
+from .triton_tiers import GEMV_TOKENS, TritonTier, check_capacity, run_chunk, run_decode, stacked_maps
 
 
 class LayerExecutor:
@@ -22,6 +23,8 @@ class LayerExecutor:
         self.fused = bool(active) and all(isinstance(b, TritonTier) for b in active)
         self.triton = active if self.fused else []
         self.maps = stacked_maps(self.triton) if self.fused else None
+        self.kept = next((b for b in active if b.tier.fmt in (NVFP4, MXFP4)), None) if self.fused else None
+        self.nf3 = next((b for b in active if b.tier.fmt not in (NVFP4, MXFP4)), None) if self.fused else None
         self.graph_safe = all(b.graph_safe for b in active)
 
     def forward(self, x: torch.Tensor, topk_weights: torch.Tensor, topk_ids: torch.Tensor,
@@ -33,6 +36,9 @@ class LayerExecutor:
             ws = self.triton[0].ws
             check_capacity(ws, m)
             result = torch.empty((m, self.hidden), dtype=x.dtype, device=x.device)
+            if m <= GEMV_TOKENS:
+                run_decode(self.kept, self.nf3, result, x, topk_weights, topk_ids, weights_on_input)
+                return result
             for c0 in range(0, m, ws.chunk):
                 c1 = min(m, c0 + ws.chunk)
                 acc = ws.out[: c1 - c0]

@@ -15,12 +15,16 @@ from typing import Dict, Optional
 import torch
 
 from ..formats import e2m1, nf3
-from ..kernels import align, expert_mlp, interpret
+from ..kernels import align, expert_gemv, expert_mlp, interpret
 from .base import MXFP4, NF3, NVFP4, TierBackend, TierWeights
 
 # tokens per pass; larger batches run in several passes over the same scratch
 CHUNK_TOKENS = 4096
+# at most this many tokens: the per-pair GEMV path (no routing sort); above: grouped GEMM
+GEMV_TOKENS = 16
 DECODE_TOKENS = 64
+# set by the benchmark's config sweep only
+CONFIG_OVERRIDE: Optional[dict] = None
 
 _FMT = {NF3: expert_mlp.FMT_NF3, NVFP4: expert_mlp.FMT_NVFP4, MXFP4: expert_mlp.FMT_MXFP4}
 
@@ -32,8 +36,14 @@ class CapacityError(RuntimeError):
 def kernel_config(m: int, interp: bool) -> dict:
     """Tile shapes by batch size: small batches stream weights (memory-bound), large
     ones feed tensor cores (compute-bound)."""
+    if CONFIG_OVERRIDE is not None:
+        return dict(CONFIG_OVERRIDE[m <= GEMV_TOKENS and "gemv" or m <= DECODE_TOKENS and "small" or "large"])
     if interp:
+        if m <= GEMV_TOKENS:
+            return dict(BN13=16, BK13=64, BN2=32, BK2=64, warps=4)
         return dict(BM=16, BN13=32, BK13=64, BN2=32, BK2=64, warps=4, stages=1)
+    if m <= GEMV_TOKENS:
+        return dict(BN13=8, BK13=256, BN2=16, BK2=256, warps=4)
     if m <= DECODE_TOKENS:
         return dict(BM=16, BN13=32, BK13=256, BN2=64, BK2=128, warps=4, stages=3)
     return dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3)
@@ -81,7 +91,7 @@ class Workspace:
         self.chunk = min(self.max_tokens, CHUNK_TOKENS)
         pairs = self.chunk * self.topk
         cap = blocks = 0
-        for m in (1, self.chunk):
+        for m in (GEMV_TOKENS + 1, max(self.chunk, DECODE_TOKENS + 1)):  # both grouped-GEMM block sizes
             c, b = align.capacity(pairs, self.n_local, kernel_config(m, interpret())["BM"])
             cap, blocks = max(cap, c), max(blocks, b)
         nb = _bins(self.n_local)
@@ -90,6 +100,9 @@ class Workspace:
         self.block_expert = torch.empty((2, blocks), dtype=torch.int32, device=d)
         self.cursor = torch.empty((2, nb), dtype=torch.int32, device=d)
         self.starts = torch.empty((2, nb), dtype=torch.int32, device=d)
+        self.ends = torch.empty((2, nb), dtype=torch.int32, device=d)
+        self.pair_out = torch.empty((min(self.chunk, GEMV_TOKENS) * self.topk, self.hidden), dtype=torch.float32,
+                                    device=d)
         self.inter_cache = torch.empty((cap, self.inter), dtype=torch.bfloat16, device=d)
         self.out = torch.empty((self.chunk, self.hidden), dtype=torch.float32, device=d)
 
@@ -101,7 +114,8 @@ class Workspace:
 
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in
-                   (self.sorted_ids, self.block_expert, self.cursor, self.starts, self.inter_cache, self.out))
+                   (self.sorted_ids, self.block_expert, self.cursor, self.starts, self.ends, self.inter_cache,
+                    self.out, self.pair_out))
 
 
 def _e4m3_table():
@@ -171,6 +185,23 @@ def stacked_maps(tiers):
     return maps, n_local
 
 
+def run_decode(kept, nf3_tier, result, x, topk_weights, topk_ids, weights_on_input):
+    """At most GEMV_TOKENS tokens, both tiers in one launch per stage, straight into the
+    bf16 ``result`` (no routing sort, no zero-fill)."""
+    ws = (kept or nf3_tier).ws
+    m, topk = topk_ids.shape
+    ids = topk_ids.reshape(-1)
+    tw = topk_weights.reshape(-1)
+    if tw.dtype != torch.float32 or not tw.is_contiguous():
+        tw = tw.float().contiguous()
+    if not ids.is_contiguous():
+        ids = ids.contiguous()
+    pairs = ids.numel()
+    inter = (kept or nf3_tier).tier.inter
+    expert_gemv.launch_decode(kept, nf3_tier, x, tw, ids, topk, ws.inter_cache[:pairs, :inter],
+                              ws.pair_out[:pairs], result, weights_on_input, kernel_config(m, interpret()))
+
+
 def run_chunk(tiers, maps, out, x, topk_weights, topk_ids, weights_on_input, zero: bool):
     """At most ``chunk`` tokens: route once for all given Triton tiers (one launch, which
     also zeroes ``out`` when asked), then each tier's two GEMMs add into ``out``."""
@@ -182,15 +213,15 @@ def run_chunk(tiers, maps, out, x, topk_weights, topk_ids, weights_on_input, zer
         tw = tw.float().contiguous()
     if not ids.is_contiguous():
         ids = ids.contiguous()
-    cfg = kernel_config(m, interpret())
+    cfg = kernel_config(max(m, GEMV_TOKENS + 1), interpret())  # grouped-GEMM tiles, even for few tokens
     pairs = ids.numel()
     cap, blocks = align.capacity(pairs, ws.n_local, cfg["BM"])
     t_n = len(tiers)
     sorted_ids = ws.sorted_ids[:t_n, :cap]
     block_expert = ws.block_expert[:t_n, :blocks]
     zero_programs = min(64, max(1, out.numel() // 65536)) if zero else 0
-    align.launch(ids, maps[0], maps[1], sorted_ids, block_expert, ws.cursor[:t_n], ws.starts[:t_n], out,
-                 cfg["BM"], zero_programs)
+    align.launch(ids, maps[0], maps[1], sorted_ids, block_expert, ws.cursor[:t_n], ws.starts[:t_n],
+                 ws.ends[:t_n], out, cfg["BM"], zero_programs)
     for i, tier in enumerate(tiers):
         tier.gemms(x, tw, sorted_ids[i], block_expert[i], out, pairs, topk, weights_on_input, cfg)
 

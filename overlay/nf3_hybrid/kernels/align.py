@@ -17,10 +17,10 @@ import triton.language as tl
 @triton.jit
 def _align_zero_kernel(
     ids_ptr, P, local_map_ptr, map_stride, n_local_ptr,
-    sorted_ptr, sorted_stride, bexp_ptr, bexp_stride, cursor_ptr, starts_ptr, scratch_stride,
+    sorted_ptr, sorted_stride, bexp_ptr, bexp_stride, cursor_ptr, starts_ptr, ends_ptr, scratch_stride,
     cap, max_blocks,
     out_ptr, out_numel,
-    NUM_TIERS: tl.constexpr, NB: tl.constexpr, BLOCK_M: tl.constexpr,
+    NUM_TIERS: tl.constexpr, NB: tl.constexpr, LOG2_NB: tl.constexpr, BLOCK_M: tl.constexpr,
     CHUNK: tl.constexpr, ZERO_BLOCK: tl.constexpr,
 ):
     pid = tl.program_id(0)
@@ -37,6 +37,7 @@ def _align_zero_kernel(
     bexp = bexp_ptr + t * bexp_stride
     cur = cursor_ptr + t * scratch_stride
     stp = starts_ptr + t * scratch_stride
+    endp = ends_ptr + t * scratch_stride
     bins = tl.arange(0, NB)
     # phase 0: sentinel everywhere, cursors at zero
     for start in range(0, cap, CHUNK):
@@ -56,10 +57,18 @@ def _align_zero_kernel(
     padded = (counts + BLOCK_M - 1) // BLOCK_M * BLOCK_M
     ends = tl.cumsum(padded, 0)
     tl.store(stp + bins, ends - padded)
-    # block → expert: the number of experts whose slots end at or before the block
+    tl.store(endp + bins, ends)
+    tl.debug_barrier()
+    # block → expert: binary search for the first expert whose slots end after the
+    # block's first slot (ends is non-decreasing; unused bins end at the total)
     for start in range(0, max_blocks, CHUNK):
         blk = start + tl.arange(0, CHUNK)
-        owner = tl.sum((ends[None, :] <= (blk * BLOCK_M)[:, None]).to(tl.int32), axis=1)
+        target = blk * BLOCK_M
+        lo = tl.zeros([CHUNK], dtype=tl.int32)
+        for i in tl.static_range(LOG2_NB):
+            cand = lo + (NB >> (i + 1))
+            lo = tl.where(tl.load(endp + cand - 1) <= target, cand, lo)
+        owner = tl.where(tl.load(endp + lo) <= target, lo + 1, lo)
         owner = tl.where(owner < n_local, owner, -1)
         tl.store(bexp + blk, owner, mask=blk < max_blocks)
     tl.debug_barrier()
@@ -83,18 +92,18 @@ def capacity(num_pairs: int, n_local_max: int, block_m: int):
     return blocks * block_m, blocks
 
 
-def launch(ids, local_maps, n_local, sorted_ids, block_expert, cursor, starts, out, block_m: int,
+def launch(ids, local_maps, n_local, sorted_ids, block_expert, cursor, starts, ends, out, block_m: int,
            zero_programs: int = 0):
     """ids: [P] routed expert ids; local_maps: int32 [T, E]; n_local: int32 [T];
     sorted_ids: int32 [T, cap]; block_expert: int32 [T, max_blocks]; cursor/starts:
-    int32 [T, NB]; out: fp32 tensor zeroed by ``zero_programs`` extra programs."""
+    int32 [T, NB] (ends too); out: fp32 tensor zeroed by ``zero_programs`` extra programs."""
     T = local_maps.shape[0]
     P = ids.numel()
     nb = cursor.shape[1]
     _align_zero_kernel[(T + zero_programs,)](
         ids, P, local_maps, local_maps.stride(0), n_local,
-        sorted_ids, sorted_ids.stride(0), block_expert, block_expert.stride(0), cursor, starts, cursor.stride(0),
+        sorted_ids, sorted_ids.stride(0), block_expert, block_expert.stride(0), cursor, starts, ends, cursor.stride(0),
         sorted_ids.shape[1], block_expert.shape[1],
         out, out.numel() if zero_programs else 0,
-        NUM_TIERS=T, NB=nb, BLOCK_M=block_m, CHUNK=256, ZERO_BLOCK=4096,
+        NUM_TIERS=T, NB=nb, LOG2_NB=nb.bit_length() - 1, BLOCK_M=block_m, CHUNK=256, ZERO_BLOCK=4096,
     )
