@@ -12,7 +12,10 @@ import torch
 
 from .base import TierBackend
 from .base import MXFP4, NVFP4
-from .triton_tiers import GEMV_TOKENS, TritonTier, check_capacity, run_chunk, run_decode, stacked_maps
+from .triton_tiers import (DECODE_TOKENS, GEMV_TOKENS, TritonTier, check_capacity, run_chunk, run_decode,
+                           stacked_maps)
+
+_compiled = set()
 
 
 class LayerExecutor:
@@ -26,6 +29,25 @@ class LayerExecutor:
         self.kept = next((b for b in active if b.tier.fmt in (NVFP4, MXFP4)), None) if self.fused else None
         self.nf3 = next((b for b in active if b.tier.fmt not in (NVFP4, MXFP4)), None) if self.fused else None
         self.graph_safe = all(b.graph_safe for b in active)
+
+    def warmup(self, num_experts: int, topk: int, dtype=torch.bfloat16):
+        """Compile every kernel variant this layer shape uses (decode GEMV, small and large
+        grouped GEMM) now, while weights load — not during serving or CUDA-graph capture.
+        Once per process and shape."""
+        if not self.fused:
+            return
+        t = self.triton[0]
+        key = (self.hidden, t.tier.inter, tuple(b.tier.fmt for b in self.triton), topk, t.ws.device)
+        if key in _compiled:
+            return
+        _compiled.add(key)
+        dev = t.ws.device
+        for m in (1, GEMV_TOKENS + 1, DECODE_TOKENS + 1):
+            if m > t.ws.max_tokens:
+                break
+            ids = (torch.arange(m * topk, device=dev, dtype=torch.int32) % num_experts).view(m, topk)
+            w = torch.full((m, topk), 1.0 / topk, device=dev)
+            self.forward(torch.zeros((m, self.hidden), dtype=dtype, device=dev), w, ids)
 
     def forward(self, x: torch.Tensor, topk_weights: torch.Tensor, topk_ids: torch.Tensor,
                 weights_on_input: bool = False) -> torch.Tensor:

@@ -42,11 +42,13 @@ def kernel_config(m: int, interp: bool) -> dict:
         if m <= GEMV_TOKENS:
             return dict(BN13=16, BK13=64, BN2=32, BK2=64, warps=4)
         return dict(BM=16, BN13=32, BK13=64, BN2=32, BK2=64, warps=4, stages=1)
+    # fastest of the candidates timed by `nf3-hybrid bench --sweep` on the H200
+    # (GLM-5.2 shape, I=512; bench/results/bench_moe_h200.json, "kernel_configs")
     if m <= GEMV_TOKENS:
-        return dict(BN13=8, BK13=256, BN2=16, BK2=256, warps=4)
+        return dict(BN13=4, BK13=512, BN2=8, BK2=256, warps=2)
     if m <= DECODE_TOKENS:
-        return dict(BM=16, BN13=32, BK13=256, BN2=64, BK2=128, warps=4, stages=3)
-    return dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3)
+        return dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3)
+    return dict(BM=128, BN13=64, BK13=64, BN2=128, BK2=64, warps=8, stages=3)
 
 
 def _bins(n_local_max: int) -> int:

@@ -14,7 +14,7 @@ import triton
 import triton.language as tl
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["P", "cap", "max_blocks", "out_numel"])
 def _align_zero_kernel(
     ids_ptr, P, local_map_ptr, map_stride, n_local_ptr,
     sorted_ptr, sorted_stride, bexp_ptr, bexp_stride, cursor_ptr, starts_ptr, ends_ptr, scratch_stride,

@@ -57,7 +57,7 @@ def _rows_dot(w_ptr, s_ptr, e, row0, stride_we, stride_wn, stride_se, stride_sn,
     return acc
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["topk"])
 def _gemv13_kernel(
     x_ptr, stride_xm, ids_ptr, tw_ptr, topk, K, I, h_ptr, stride_h,
     a_map, a_w, a_s, a_s2, a_swe, a_swn, a_sse, a_ssn, a_vtab, a_stab,
@@ -132,7 +132,7 @@ def _gemv2_kernel(
         tl.store(yrow, tl.zeros([BN], dtype=tl.float32))
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["topk"])
 def _reduce_topk_kernel(y_ptr, stride_y, out_ptr, stride_o, topk, N, BR: tl.constexpr):
     t = tl.program_id(0)
     j = tl.program_id(1)

@@ -56,7 +56,7 @@ def _weight_tile(w_ptr, s_ptr, e, row0, k0, stride_we, stride_wn, stride_se, str
     return vals * scale
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["P", "topk"])
 def _w13_kernel(
     x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw_ptr, inter_ptr, stride_im,
     val_tab_ptr, scale_tab_ptr, P, topk, K, I,
@@ -86,8 +86,11 @@ def _w13_kernel(
             acc_g += tl.dot(wg, xf)
             acc_u += tl.dot(wu, xf)
         else:
-            acc_g += tl.dot(wg.to(tl.bfloat16), xt)
-            acc_u += tl.dot(wu.to(tl.bfloat16), xt)
+            # fp16 operands: dequantized NF3/FP4 values keep 11 mantissa bits instead of
+            # bf16's 8 (post-norm activations are far inside fp16's range)
+            xh = xt.to(tl.float16)
+            acc_g += tl.dot(wg.to(tl.float16), xh)
+            acc_u += tl.dot(wu.to(tl.float16), xh)
     if HAS_S2:
         acc_g *= tl.load(s2_ptr + e * 2)
         acc_u *= tl.load(s2_ptr + e * 2 + 1)
@@ -101,7 +104,7 @@ def _w13_kernel(
     tl.store(inter_ptr + slots[None, :] * stride_im + cols[:, None], h.to(inter_ptr.dtype.element_ty))
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["P", "topk"])
 def _w2_kernel(
     inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw_ptr, out_ptr, stride_om,
     val_tab_ptr, scale_tab_ptr, P, topk, K,
@@ -126,7 +129,7 @@ def _w2_kernel(
         if DOT_FP32:
             acc += tl.dot(w, ht.to(tl.float32))
         else:
-            acc += tl.dot(w.to(tl.bfloat16), ht)
+            acc += tl.dot(w.to(tl.float16), ht.to(tl.float16))
     if HAS_S2:
         acc *= tl.load(s2_ptr + e)
     if not WEIGHT_ON_INPUT:

@@ -161,6 +161,7 @@ class HybridNvFp4FusedMoE(FusedMoEMethodBase):
             self.tiers[tier] = tw
             backends[tier] = backend_class(name, tw.fmt)(tw)
         self.executor = LayerExecutor(backends, self.hidden)
+        self.executor.warmup(self.plan.num_experts, self.moe.experts_per_token, self.moe.in_dtype)
         if not self.executor.graph_safe and _cuda_graphs_on():
             raise HybridConfigError(
                 f"{layer.layer_name}: backends kept={choice.kept} nf3={choice.nf3} are for validation and "
