@@ -134,28 +134,14 @@ def run_engine(name, work: Path, tp: int, mem: float, log):
 
 
 def compare(plp, ref):
-    """KL(ref ‖ vLLM) over vLLM's top-20 tokens per position, top-1 agreement, and the
-    largest |Δ log-prob| on those tokens."""
-    import math
+    from nf3_hybrid.checkpoint.reference import topn_agreement
 
-    kls, top1, maxdiff, n = [], 0, 0.0, 0
-    for s, seq in enumerate(plp):
-        for i, pos in enumerate(seq):
-            r = ref[s, i]
-            toks = sorted(pos, key=lambda k: -pos[k])[:TOPN]
-            kl = 0.0
-            for k in toks:
-                rp = float(r[int(k)])
-                kl += math.exp(rp) * (rp - pos[k])
-                maxdiff = max(maxdiff, abs(rp - pos[k]))
-            kls.append(kl)
-            top1 += int(int(toks[0]) == int(r.argmax()))
-            n += 1
-    return {"kl_top20": sum(kls) / n, "top1": top1 / n, "positions": n, "max_abs_dlogprob": maxdiff}
+    return topn_agreement(plp, ref, TOPN)
 
 
 def identical(a, b):
-    diffs = [abs(x[k] - y.get(k, float("inf"))) for sa, sb in zip(a, b) for x, y in zip(sa, sb) for k in x]
+    """Largest |Δ log-prob| over the tokens both runs list at each position."""
+    diffs = [abs(x[k] - y[k]) for sa, sb in zip(a, b) for x, y in zip(sa, sb) for k in x if k in y]
     return max(diffs) if diffs else None
 
 

@@ -28,9 +28,6 @@ class Flags:
     nf3: str = "fast"
     tier: str = "both"
     debug: bool = False
-    profile: bool = False
-    act_capture: str = ""
-    mxfp8_native: bool = False
     max_tokens: Optional[int] = None
     allow_untested_vllm: bool = False
     disable: bool = False
@@ -38,25 +35,16 @@ class Flags:
 
 DOCS = {
     'kept': (
-        "kept-tier backend: auto (b12x on SM120/121 when importable, else triton), triton, b12x, b12x_nf3 (both tiers through b12x's NF3-capable W4A16 kernel), ref (dequantize + bf16 matmul; validation only)."
+        "kept-tier backend: auto (b12x on SM120/121 when importable, else triton), triton, b12x, b12x_nf3 (both tiers through b12x's NF3-capable W4A16 kernel), ref (dequantize each touched expert, float32 matmul; validation only, needs enforce_eager)."
     ),
     'nf3': (
         'NF3-tier backend: fast (Triton kernel) or ref.'
     ),
     'tier': (
-        'run both tiers, only a (kept) or only b (NF3): debugging isolation.'
+        'run both tiers, only a (kept) or only b (NF3): isolates a tier while debugging (the other tier contributes nothing).'
     ),
     'debug': (
-        "first call of each hybrid layer logs norms, NaN/Inf and the fast tiers' error against the reference backend (eager runs)."
-    ),
-    'profile': (
-        'per-tier CUDA-event timing of prefill-sized calls, logged by rank 0.'
-    ),
-    'act_capture': (
-        'directory: rank 0 saves MoE-layer inputs and routing for GPTQ.'
-    ),
-    'mxfp8_native': (
-        'serve MXFP8 (rev-3) non-expert weights as MXFP8 instead of dequantizing them to bf16 on load.'
+        "the first call of each hybrid layer outside CUDA-graph capture logs the input norm, each tier's output norm, NaN/Inf counts and each tier's relative error against the reference backend on the same call."
     ),
     'max_tokens': (
         "token capacity of the shared kernel scratch buffers (default: vLLM's max_num_batched_tokens)."
@@ -74,9 +62,6 @@ ENV_NAMES = {
     "nf3": "HYBRID_NF3",
     "tier": "HYBRID_TIER",
     "debug": "HYBRID_DEBUG",
-    "profile": "HYBRID_PROFILE",
-    "act_capture": "HYBRID_ACT_CAPTURE",
-    "mxfp8_native": "HYBRID_MXFP8_NATIVE",
     "max_tokens": "HYBRID_MAX_TOKENS",
     "allow_untested_vllm": "HYBRID_ALLOW_UNTESTED_VLLM",
     "disable": "HYBRID_DISABLE",

@@ -151,6 +151,28 @@ def agreement(ref_logprobs: torch.Tensor, test_logprobs: torch.Tensor) -> Agreem
     return Agreement(float(kld.mean()), float(top1.mean()), r.shape[0])
 
 
+def topn_agreement(prompt_logprobs, ref_logprobs: torch.Tensor, topn: int = 20) -> dict:
+    """vLLM's teacher-forced ``prompt_logprobs`` (per sequence, per position after the
+    first: {token id: log-prob}) against reference log-probs [S, L, V]: KL(ref ‖ vLLM)
+    summed over vLLM's top-``topn`` tokens, top-1 agreement, largest |Δ log-prob|."""
+    import math
+
+    kls, top1, maxdiff, n = [], 0, 0.0, 0
+    for s, seq in enumerate(prompt_logprobs):
+        for i, pos in enumerate(seq):
+            r = ref_logprobs[s, i]
+            toks = sorted(pos, key=lambda k: -pos[k])[:topn]
+            kl = 0.0
+            for k in toks:
+                rp = float(r[int(k)])
+                kl += math.exp(rp) * (rp - pos[k])
+                maxdiff = max(maxdiff, abs(rp - pos[k]))
+            kls.append(kl)
+            top1 += int(int(toks[0]) == int(r.argmax()))
+            n += 1
+    return {"kl_top20": sum(kls) / n, "top1": top1 / n, "positions": n, "max_abs_dlogprob": maxdiff}
+
+
 def model_agreement(ref_dir, test_dir, token_seqs) -> Agreement:
     ref = logprobs(load_hf(ref_dir), token_seqs)
     test = logprobs(load_hf(test_dir), token_seqs)
@@ -202,12 +224,14 @@ def plot_weight_errors(rows: List[WeightErrorRow], path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for tier, marker in (("kept", "o"), ("nf3", "s")):
         pts = [(r.layer, r.rel_error) for r in rows if r.tier == tier]
         if pts:
             ax.plot(*zip(*pts), marker=marker, label=f"{tier} ({pts and [r.fmt for r in rows if r.tier == tier][0]})")
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax.set_xlabel("MoE layer")
     ax.set_ylabel("relative weight error")
     ax.set_title("dequantization error per layer and tier")

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-from vllm.logger import init_logger
+from .log import get_logger
 
 from ..bitmap import HybridConfigError, HybridSpec, parse_hybrid_spec
 
-logger = init_logger(__name__)
+logger = get_logger(__name__)
 
 SPEC_ATTR = "nf3_hybrid_spec"
 

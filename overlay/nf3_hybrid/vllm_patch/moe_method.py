@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Dict, Optional
 
 import torch
-from vllm.logger import init_logger
+from .log import get_logger
 from vllm.model_executor.layers.fused_moe.activation import MoEActivation
 from vllm.model_executor.layers.fused_moe.fused_moe_method_base import FusedMoEMethodBase
 from vllm.model_executor.layers.quantization.modelopt import ModelOptNvFp4FusedMoE
@@ -30,7 +30,7 @@ from .config import spec_of
 from .expert_loader import ExpertLoader
 from .storage import tier_param_specs
 
-logger = init_logger(__name__)
+logger = get_logger(__name__)
 
 _announced = set()
 
@@ -39,6 +39,10 @@ def _once(key, msg, *args):
     if key not in _announced:
         _announced.add(key)
         logger.info(msg, *args)
+
+
+def _capturing() -> bool:
+    return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
 
 
 def _cuda_graphs_on() -> bool:
@@ -67,6 +71,8 @@ class HybridNvFp4FusedMoE(FusedMoEMethodBase):
         self.loader: Optional[ExpertLoader] = None
         self.tiers: Dict[int, TierWeights] = {}
         self.executor: Optional[LayerExecutor] = None
+        self.backends: Dict[int, object] = {}
+        self._debug_pending = False
         mpc = moe_config.moe_parallel_config
         if mpc.use_ep or mpc.enable_eplb:
             raise HybridConfigError(
@@ -160,7 +166,17 @@ class HybridNvFp4FusedMoE(FusedMoEMethodBase):
             tw = self._tier_weights(layer, tier)
             self.tiers[tier] = tw
             backends[tier] = backend_class(name, tw.fmt)(tw)
+        self.backends = backends
+        if f.tier != "both":
+            keep = KEPT if f.tier == "a" else NF3_TIER
+            _once(("tier", f.tier), "nf3-hybrid: HYBRID_TIER=%s: only the %s tier runs, the other contributes "
+                  "nothing (debugging isolation)", f.tier, TIER_NAMES[keep])
+            if self.plan.count(keep) == 0:
+                logger.warning("%s: HYBRID_TIER=%s selects the %s tier, which this layer does not have: its "
+                               "routed output is zero", layer.layer_name, f.tier, TIER_NAMES[keep])
+            backends = {keep: backends[keep]}
         self.executor = LayerExecutor(backends, self.hidden)
+        self._debug_pending = f.debug
         self.executor.warmup(self.plan.num_experts, self.moe.experts_per_token, self.moe.in_dtype)
         if not self.executor.graph_safe and _cuda_graphs_on():
             raise HybridConfigError(
@@ -182,4 +198,25 @@ class HybridNvFp4FusedMoE(FusedMoEMethodBase):
 
     def apply(self, layer, x, topk_weights, topk_ids, shared_experts=None, shared_experts_input=None):
         on_input = bool(getattr(layer, "apply_router_weight_on_input", False))
+        if self._debug_pending and not _capturing():
+            self._debug_pending = False
+            self._debug_report(layer, x, topk_weights, topk_ids, on_input)
         return self.executor.forward(x, topk_weights, topk_ids, on_input)
+
+    def _debug_report(self, layer, x, topk_weights, topk_ids, on_input):
+        """HYBRID_DEBUG: one line per tier for this layer's first call."""
+        from ..backends.ref import RefBackend
+
+        parts = [f"{layer.layer_name}: M={x.shape[0]} |x|={x.float().norm():.4g}"]
+        for tier, backend in self.backends.items():
+            if self.plan.count(tier) == 0:
+                continue
+            fast = torch.zeros((x.shape[0], self.hidden), dtype=torch.float32, device=x.device)
+            backend.run_into(fast, x, topk_weights, topk_ids, on_input)
+            ref = torch.zeros_like(fast)
+            RefBackend(self.tiers[tier]).run_into(ref, x, topk_weights, topk_ids, on_input)
+            rel = float((fast - ref).norm() / ref.norm().clamp_min(1e-30))
+            parts.append(
+                f"{TIER_NAMES[tier]} ({self.tiers[tier].fmt}, {backend.name}): |out|={fast.norm():.4g} "
+                f"nan={int(fast.isnan().sum())} inf={int(fast.isinf().sum())} rel.err vs ref={rel:.3g}")
+        logger.info("nf3-hybrid debug %s", "; ".join(parts))

@@ -16,12 +16,12 @@ from __future__ import annotations
 from typing import Dict, Iterable, Iterator, Tuple
 
 import torch
-from vllm.logger import init_logger
+from .log import get_logger
 
 from ..checkpoint.names import parse_expert
 from ..formats import fp8
 
-logger = init_logger(__name__)
+logger = get_logger(__name__)
 
 REV2, MXFP8 = "rev2", "mxfp8"
 

@@ -1,0 +1,75 @@
+import pytest
+
+from nf3_hybrid import flags
+from nf3_hybrid.backends.select import BackendError, DeviceInfo, choose
+
+OK = lambda name: None  # noqa: E731  every module "imports"
+
+
+def test_defaults_and_parsing():
+    f = flags.parse({})
+    assert (f.kept, f.nf3, f.tier, f.debug, f.max_tokens) == ("auto", "fast", "both", False, None)
+    f = flags.parse({"HYBRID_KEPT": " Triton ", "HYBRID_DEBUG": "yes", "HYBRID_MAX_TOKENS": "4096", "HYBRID_TIER": "b"})
+    assert (f.kept, f.debug, f.max_tokens, f.tier) == ("triton", True, 4096, "b")
+
+
+@pytest.mark.parametrize("env,match", [
+    ({"HYBRID_KEPT": "cutlass"}, r"HYBRID_KEPT='cutlass': expected one of auto, triton, b12x, b12x_nf3, ref"),
+    ({"HYBRID_NF3": "slow"}, "HYBRID_NF3='slow'"),
+    ({"HYBRID_DEBUG": "maybe"}, r"HYBRID_DEBUG='maybe': expected 1 or 0"),
+    ({"HYBRID_MAX_TOKENS": "-3"}, "positive integer"),
+    ({"HYBRID_MAX_TOKENS": "lots"}, "positive integer"),
+])
+def test_bad_values_name_the_variable(env, match):
+    with pytest.raises(flags.FlagError, match=match):
+        flags.parse(env)
+
+
+def test_disable_is_read_alone():
+    assert flags.disabled({"HYBRID_DISABLE": "1", "HYBRID_KEPT": "nonsense"})
+    assert not flags.disabled({})
+
+
+def test_readme_lists_every_flag():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    for var in flags.ENV_NAMES.values():
+        assert f"`{var}`" in readme, var
+
+
+SM90 = DeviceInfo("cuda", (9, 0), "NVIDIA H200")
+SM120 = DeviceInfo("cuda", (12, 0), "NVIDIA RTX PRO 6000")
+
+
+def test_auto_picks_triton_on_sm90_and_b12x_on_sm120():
+    c = choose("auto", "fast", SM90, probe=OK)
+    assert (c.kept, c.nf3) == ("triton", "triton") and "not SM120/121" in c.reason
+    c = choose("auto", "fast", SM120, probe=OK)
+    assert (c.kept, c.nf3) == ("b12x", "triton") and "b12x" in c.reason
+
+
+def test_auto_without_b12x_on_sm120_is_triton_and_says_why():
+    c = choose("auto", "fast", SM120, probe=lambda m: "no module" if "b12x" in m else None)
+    assert c.kept == "triton" and "b12x not importable" in c.reason
+
+
+def test_b12x_on_sm90_is_refused():
+    for kept in ("b12x", "b12x_nf3"):
+        with pytest.raises(BackendError, match=f"HYBRID_KEPT={kept} runs only on SM120/121.*SM90"):
+            choose(kept, "fast", SM90, probe=OK)
+
+
+def test_fallback_is_explicit_when_triton_is_missing():
+    miss = lambda m: "ImportError: no triton" if "triton" in m else None  # noqa: E731
+    c = choose("auto", "fast", SM90, probe=miss)
+    assert (c.kept, c.nf3) == ("ref", "ref") and "Triton kernels unavailable" in c.reason
+    with pytest.raises(BackendError, match="HYBRID_KEPT=triton: Triton kernels unavailable"):
+        choose("triton", "fast", SM90, probe=miss)
+
+
+def test_cpu_runs_reference_and_refuses_gpu_backends():
+    c = choose("auto", "fast", DeviceInfo("cpu"))
+    assert (c.kept, c.nf3) == ("ref", "ref")
+    with pytest.raises(BackendError, match="HYBRID_KEPT=triton needs a CUDA GPU"):
+        choose("triton", "fast", DeviceInfo("cpu"))
