@@ -18,10 +18,11 @@ $(STAMP): overlay/nf3_hybrid/versions.py scripts/stack.py
 
 venv: $(STAMP)
 
-# reinstalled every time (a few seconds): the tests run against the installed wheel,
-# .pth included, exactly as users get it
+# reinstalled every time (a few seconds) with the same drop-in installer users and the
+# Docker image run, then checked in a fresh interpreter and a spawned child: the tests run
+# against the installed copy, .pth included
 install: $(STAMP)
-	$(VPY) -m pip install --quiet --no-deps --force-reinstall .
+	bash scripts/install_overlay.sh --python $(VPY) --no-extras --check
 
 test: install
 	$(VPY) -m pytest -q -m "not gpu" $(PYTEST_ARGS) tests

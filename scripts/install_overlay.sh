@@ -70,7 +70,8 @@ cat > "$BIN/nf3-hybrid" <<EOF
 #!$PY
 import sys
 from nf3_hybrid.cli import main
-sys.exit(main())
+if __name__ == "__main__":  # spawned children (doctor's hook check) re-import this file
+    sys.exit(main())
 EOF
 chmod +x "$BIN/nf3-hybrid"
 echo "nf3-hybrid: installed into $SITE (vLLM $HAVE)"

