@@ -49,6 +49,10 @@ def _cmd_quantize(args):
         device=args.device,
         force=args.force,
         max_shard_bytes=int(args.shard_gib * (1 << 30)),
+        gptq_dir=args.gptq,
+        gptq_kept=args.gptq_kept,
+        gptq_min_tokens=args.gptq_min_tokens,
+        gptq_damp=args.gptq_damp,
     )
     print(summarize(make_hybrid_checkpoint(args.src, args.out, opts)))
     return 0
@@ -63,15 +67,47 @@ def _cmd_inspect(args):
     return 0
 
 
+def _cmd_capture(args):
+    from .capture import capture_hf
+    from .checkpoint.saliency import load_calib_tokens
+    from .checkpoint.tiny import sample_token_ids
+
+    if args.tokens:
+        seqs = load_calib_tokens(args.tokens)
+    else:
+        seqs = sample_token_ids(args.source, n_seqs=args.seqs, seq_len=args.seq_len, seed=args.seed)
+    got = capture_hf(args.source, seqs, args.out, max_tokens=args.max_tokens)
+    for layer, n in sorted(got.items()):
+        print(f"layer {layer}: {n} tokens captured")
+    print(f"wrote {args.out}")
+    return 0
+
+
 def _cmd_verify(args):
-    from .checkpoint.reference import format_report, plot_weight_errors, quality_report
+    from .checkpoint.reference import (expert_output_errors, format_comparison, format_report, plot_weight_errors,
+                                       quality_report)
     from .checkpoint.tiny import sample_token_ids
 
     tokens = sample_token_ids(args.source, n_seqs=args.seqs, seq_len=args.seq_len)
     rep = quality_report(args.source, args.hybrid, tokens)
-    print(format_report(rep))
+    doc = rep.as_dict()
+    if args.baseline:
+        base = quality_report(args.source, args.baseline, tokens)
+        out_a = expert_output_errors(args.source, args.baseline, args.holdout) if args.holdout else []
+        out_b = expert_output_errors(args.source, args.hybrid, args.holdout) if args.holdout else []
+        print(format_comparison(base, rep, out_a, out_b, args.baseline_name, args.name))
+        doc = {"baseline": base.as_dict(), "candidate": rep.as_dict(),
+               "holdout_output_error": {"baseline": [r.__dict__ for r in out_a],
+                                        "candidate": [r.__dict__ for r in out_b]}}
+    else:
+        print(format_report(rep))
+        if args.holdout:
+            rows = expert_output_errors(args.source, args.hybrid, args.holdout)
+            doc["holdout_output_error"] = [r.__dict__ for r in rows]
+            for r in rows:
+                print(f"held-out output error, layer {r.layer} {r.tier}: {r.rel_error:.4f} ({r.tokens} routed tokens)")
     if args.json:
-        Path(args.json).write_text(json.dumps(rep.as_dict(), indent=2) + "\n")
+        Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
         print(f"wrote {args.json}")
     if args.plot:
         plot_weight_errors(rep.weight_rows, args.plot)
@@ -130,7 +166,22 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--device", default="cpu", help="torch device for quantization (e.g. cuda)")
     q.add_argument("--shard-gib", type=float, default=4.0, help="output shard size")
     q.add_argument("--force", action="store_true", help="replace a non-empty output directory")
+    q.add_argument("--gptq", metavar="DIR", help="activation capture directory: quantize the NF3 tier with GPTQ")
+    q.add_argument("--gptq-kept", action="store_true", help="also GPTQ the kept tier (NVFP4)")
+    q.add_argument("--gptq-min-tokens", type=int, default=128,
+                   help="experts with fewer captured tokens use round-to-nearest (reported)")
+    q.add_argument("--gptq-damp", type=float, default=0.1, help="Hessian damping relative to its mean diagonal")
     q.set_defaults(func=_cmd_quantize)
+
+    c = sub.add_parser("capture", help="capture MoE-layer inputs and routing for GPTQ (HF forward, CPU)")
+    c.add_argument("source", help="the bf16 checkpoint")
+    c.add_argument("out", help="capture directory")
+    c.add_argument("--tokens", help="token ids (.json list(s) or text lines); default: the tiny model's corpus")
+    c.add_argument("--seqs", type=int, default=8)
+    c.add_argument("--seq-len", type=int, default=64)
+    c.add_argument("--seed", type=int, default=7, help="corpus seed when --tokens is not given")
+    c.add_argument("--max-tokens", type=int, default=32768, help="tokens kept per layer")
+    c.set_defaults(func=_cmd_capture)
 
     i = sub.add_parser("inspect", help="summarize a (hybrid) checkpoint and check it against its bit map")
     i.add_argument("checkpoint")
@@ -143,6 +194,10 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--seq-len", type=int, default=64)
     v.add_argument("--json", help="write the report as JSON here")
     v.add_argument("--plot", help="write a PNG of per-layer error by tier here")
+    v.add_argument("--baseline", help="a second hybrid checkpoint (e.g. round-to-nearest) shown side by side")
+    v.add_argument("--holdout", metavar="DIR", help="capture directory of held-out tokens: expert output error")
+    v.add_argument("--name", default="candidate")
+    v.add_argument("--baseline-name", default="baseline")
     v.set_defaults(func=_cmd_verify)
 
     dr = sub.add_parser("doctor", help="can this environment serve hybrid checkpoints? (exit 1 if not)")

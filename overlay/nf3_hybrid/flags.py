@@ -28,6 +28,9 @@ class Flags:
     nf3: str = "fast"
     tier: str = "both"
     debug: bool = False
+    profile: bool = False
+    act_capture: str = ""
+    act_capture_tokens: int = 32768
     max_tokens: Optional[int] = None
     allow_untested_vllm: bool = False
     disable: bool = False
@@ -46,6 +49,15 @@ DOCS = {
     'debug': (
         "the first call of each hybrid layer outside CUDA-graph capture logs the input norm, each tier's output norm, NaN/Inf counts and each tier's relative error against the reference backend on the same call."
     ),
+    'profile': (
+        "per-tier GPU time of prefill-sized calls (more than 64 tokens) from CUDA events, harvested without host syncs; rank 0 logs ms per layer call per tier and the projected MoE time per forward every 256 profiled calls."
+    ),
+    'act_capture': (
+        "directory: rank 0 saves each MoE layer's input activations (fp16) and top-k expert ids for prefill-sized calls, in 8192-token chunks, for `nf3-hybrid quantize --gptq`; a failed write (full disk) stops the capture with one message, serving continues."
+    ),
+    'act_capture_tokens': (
+        "tokens kept per layer by HYBRID_ACT_CAPTURE (bounds its memory and disk)."
+    ),
     'max_tokens': (
         "token capacity of the shared kernel scratch buffers (default: vLLM's max_num_batched_tokens)."
     ),
@@ -62,6 +74,9 @@ ENV_NAMES = {
     "nf3": "HYBRID_NF3",
     "tier": "HYBRID_TIER",
     "debug": "HYBRID_DEBUG",
+    "profile": "HYBRID_PROFILE",
+    "act_capture": "HYBRID_ACT_CAPTURE",
+    "act_capture_tokens": "HYBRID_ACT_CAPTURE_TOKENS",
     "max_tokens": "HYBRID_MAX_TOKENS",
     "allow_untested_vllm": "HYBRID_ALLOW_UNTESTED_VLLM",
     "disable": "HYBRID_DISABLE",
@@ -92,7 +107,7 @@ def parse(env: Mapping[str, str]) -> Flags:
             values[f.name] = v
         elif f.type in ("bool", bool):
             values[f.name] = _bool(var, raw)
-        elif f.name == "max_tokens":
+        elif f.name in ("max_tokens", "act_capture_tokens"):
             if raw.strip() == "":
                 continue
             try:

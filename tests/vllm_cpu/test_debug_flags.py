@@ -70,3 +70,27 @@ def test_debug_reports_each_tier_once(vllm_tp1, tiny_hybrid, flag_env):
     assert f"model.layers.{LAYER}.mlp.experts: M=5" in line
     assert "kept (nvfp4, ref)" in line and "nf3 (nf3, ref)" in line
     assert line.count("nan=0 inf=0") == 2 and line.count("rel.err vs ref=0") == 2
+
+
+def test_activation_capture_from_a_serving_layer(vllm_tp1, tiny_hybrid, flag_env, tmp_path):
+    from nf3_hybrid.capture import load_layer
+    from nf3_hybrid.vllm_patch import moe_method
+
+    moe_method._capture = None
+    flag_env(HYBRID_ACT_CAPTURE=str(tmp_path / "cap"), HYBRID_ACT_CAPTURE_TOKENS="100")
+    try:
+        runner = _layer(tiny_hybrid)
+        xs, idss = [], []
+        for m in (80, 10, 70):  # the 10-token (decode-sized) call is not captured
+            w, ids = H.random_routing(m, 32, 4, seed=m)
+            x = torch.randn(m, 256).to(torch.bfloat16)
+            H.apply_routed(runner, x, w, ids)
+            if m > 64:
+                xs.append(x)
+                idss.append(ids)
+        moe_method._capture.flush()
+        x, ids = load_layer(tmp_path / "cap", LAYER)
+        assert x.shape == (100, 256)  # capped per layer
+        assert torch.equal(x, torch.cat(xs)[:100].half()) and torch.equal(ids, torch.cat(idss)[:100].int())
+    finally:
+        moe_method._capture = None

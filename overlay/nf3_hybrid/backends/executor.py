@@ -50,7 +50,9 @@ class LayerExecutor:
             self.forward(torch.zeros((m, self.hidden), dtype=dtype, device=dev), w, ids)
 
     def forward(self, x: torch.Tensor, topk_weights: torch.Tensor, topk_ids: torch.Tensor,
-                weights_on_input: bool = False) -> torch.Tensor:
+                weights_on_input: bool = False, marks=None) -> torch.Tensor:
+        """``marks``: four CUDA events (HYBRID_PROFILE) recorded at the start, after
+        routing, after the kept tier and after the NF3 tier of a single-pass call."""
         m = x.shape[0]
         if not self.backends:
             return torch.zeros_like(x)
@@ -61,14 +63,21 @@ class LayerExecutor:
             if m <= GEMV_TOKENS:
                 run_decode(self.kept, self.nf3, result, x, topk_weights, topk_ids, weights_on_input)
                 return result
+            single = m <= ws.chunk
             for c0 in range(0, m, ws.chunk):
                 c1 = min(m, c0 + ws.chunk)
                 acc = ws.out[: c1 - c0]
                 run_chunk(self.triton, self.maps, acc, x[c0:c1], topk_weights[c0:c1], topk_ids[c0:c1],
-                          weights_on_input, zero=True)
+                          weights_on_input, zero=True, marks=marks if single else None)
                 result[c0:c1].copy_(acc)
             return result
         out = torch.zeros((m, self.hidden), dtype=torch.float32, device=x.device)
-        for t in sorted(self.backends):
-            self.backends[t].run_into(out, x, topk_weights, topk_ids, weights_on_input)
+        if marks is not None:
+            marks[0].record()
+            marks[1].record()
+        for t in (0, 1):
+            if t in self.backends:
+                self.backends[t].run_into(out, x, topk_weights, topk_ids, weights_on_input)
+            if marks is not None:
+                marks[2 + t].record()
         return out.to(x.dtype)

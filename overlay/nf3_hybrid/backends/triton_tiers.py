@@ -204,7 +204,7 @@ def run_decode(kept, nf3_tier, result, x, topk_weights, topk_ids, weights_on_inp
                               ws.pair_out[:pairs], result, weights_on_input, kernel_config(m, interpret()))
 
 
-def run_chunk(tiers, maps, out, x, topk_weights, topk_ids, weights_on_input, zero: bool):
+def run_chunk(tiers, maps, out, x, topk_weights, topk_ids, weights_on_input, zero: bool, marks=None):
     """At most ``chunk`` tokens: route once for all given Triton tiers (one launch, which
     also zeroes ``out`` when asked), then each tier's two GEMMs add into ``out``."""
     ws = tiers[0].ws
@@ -222,10 +222,20 @@ def run_chunk(tiers, maps, out, x, topk_weights, topk_ids, weights_on_input, zer
     sorted_ids = ws.sorted_ids[:t_n, :cap]
     block_expert = ws.block_expert[:t_n, :blocks]
     zero_programs = min(64, max(1, out.numel() // 65536)) if zero else 0
+    if marks is not None:
+        marks[0].record()
     align.launch(ids, maps[0], maps[1], sorted_ids, block_expert, ws.cursor[:t_n], ws.starts[:t_n],
                  ws.ends[:t_n], out, cfg["BM"], zero_programs)
+    if marks is not None:
+        marks[1].record()
     for i, tier in enumerate(tiers):
         tier.gemms(x, tw, sorted_ids[i], block_expert[i], out, pairs, topk, weights_on_input, cfg)
+        if marks is not None and tier.tier.fmt != NF3:
+            marks[2].record()
+    if marks is not None:
+        if all(t.tier.fmt == NF3 for t in tiers):
+            marks[2].record()
+        marks[3].record()
 
 
 # names the backend selection looks up

@@ -114,6 +114,57 @@ def weight_errors(src_dir, hybrid_dir) -> List[WeightErrorRow]:
     return rows
 
 
+@dataclass
+class OutputErrorRow:
+    layer: int
+    tier: str
+    experts: int  # experts that received held-out tokens
+    tokens: int  # routed (token, expert) pairs evaluated
+    rel_error: float  # ‖Ŷ − Y‖ / ‖Y‖ of the experts' outputs over those pairs
+
+
+@torch.no_grad()
+def expert_output_errors(src_dir, hybrid_dir, capture_dir) -> List[OutputErrorRow]:
+    """Per layer and tier: the experts' output error on captured (held-out) tokens —
+    Y from the bf16 source weights, Ŷ from the dequantized hybrid weights, float32."""
+    from ..capture import captured_layers, load_layer
+
+    rows = []
+    with CheckpointReader(src_dir) as src, CheckpointReader(hybrid_dir) as hyb:
+        layout = read_layout(hyb)
+        codebook = layout.spec.nf3_codebook if layout.spec is not None else None
+        for layer in captured_layers(capture_dir):
+            ll = layout.layers.get(layer)
+            if ll is None:
+                continue
+            x, ids = load_layer(capture_dir, layer)
+            x = x.float()
+            for tier in (KEPT, NF3):
+                err2 = ref2 = 0.0
+                n_exp = n_tok = 0
+                for e in ll.plan.experts(tier):
+                    mask = (ids == e).any(dim=1)
+                    if not bool(mask.any()):
+                        continue
+                    xe = x[mask]
+                    fmt = ll.formats[e]
+                    w = {p: src.get(N.expert_name(ll.moe_prefix, e, p, "weight")).float() for p in N.PROJS}
+                    q = {p: tiers.dequantize_proj(fmt, {t: hyb.get(N.expert_name(ll.moe_prefix, e, p, t))
+                                                        for t in tiers.TENSORS[fmt]}, codebook) for p in N.PROJS}
+
+                    def mlp(m):
+                        return (torch.nn.functional.silu(xe @ m["gate_proj"].t()) * (xe @ m["up_proj"].t())) @ m["down_proj"].t()
+
+                    y, yq = mlp(w), mlp(q)
+                    err2 += float(((yq - y) ** 2).sum())
+                    ref2 += float((y ** 2).sum())
+                    n_exp += 1
+                    n_tok += int(mask.sum())
+                if n_exp:
+                    rows.append(OutputErrorRow(layer, TIER_NAMES[tier], n_exp, n_tok, (err2 / max(ref2, 1e-30)) ** 0.5))
+    return rows
+
+
 def load_hf(model_dir, dtype=torch.float32):
     import transformers
     from transformers import AutoModelForCausalLM
@@ -216,6 +267,27 @@ def format_report(rep: QualityReport) -> str:
         f"dequantized hybrid vs bf16 source over {a.positions} positions (float32, HF transformers): "
         f"KLD {a.kld:.4g} nats, top-1 agreement {100 * a.top1:.1f}%"
     )
+    return "\n".join(lines)
+
+
+def format_comparison(base: QualityReport, cand: QualityReport, out_base, out_cand, base_name="baseline",
+                      cand_name="candidate") -> str:
+    """Two hybrid checkpoints of one source side by side (e.g. RTN vs GPTQ)."""
+    lines = [f"layer  tier  {'weight err ' + base_name:>22}  {'weight err ' + cand_name:>22}  "
+             f"{'held-out out err ' + base_name:>28}  {'held-out out err ' + cand_name:>28}"]
+    ob = {(r.layer, r.tier): r.rel_error for r in out_base}
+    oc = {(r.layer, r.tier): r.rel_error for r in out_cand}
+    cand_rows = {(r.layer, r.tier): r for r in cand.weight_rows}
+    for r in base.weight_rows:
+        c = cand_rows.get((r.layer, r.tier))
+        k = (r.layer, r.tier)
+        f = lambda v: "-" if v is None else f"{v:.4f}"  # noqa: E731
+        lines.append(f"{r.layer:>5}  {r.tier:<4}  {f(r.rel_error):>22}  {f(c.rel_error if c else None):>22}  "
+                     f"{f(ob.get(k)):>28}  {f(oc.get(k)):>28}")
+    for name, rep in ((base_name, base), (cand_name, cand)):
+        a = rep.hybrid_vs_source
+        lines.append(f"{name}: vs bf16 source over {a.positions} positions: KLD {a.kld:.4g} nats, "
+                     f"top-1 {100 * a.top1:.1f}%")
     return "\n".join(lines)
 
 

@@ -57,6 +57,33 @@ def quantize_expert(
     return out
 
 
+def gptq_expert(weights: Dict[Proj, torch.Tensor], fmt: str, h13: torch.Tensor, h2: torch.Tensor,
+                codebook=None, scale_search: int = nf3.DEFAULT_SCALE_SEARCH,
+                damp: float = 0.1) -> Dict[Tuple[Proj, str], torch.Tensor]:
+    """As ``quantize_expert``, with GPTQ: gate/up against the Hessian of the expert's
+    inputs ``h13``, down against the Hessian of its intermediate activations ``h2``."""
+    from .. import gptq
+
+    out: Dict[Tuple[Proj, str], torch.Tensor] = {}
+    if fmt == NF3:
+        for proj, w in weights.items():
+            q, s = gptq.gptq_nf3(w, h2 if proj == "down_proj" else h13, codebook, scale_search, damp)
+            out[(proj, "weight_packed")] = q
+            out[(proj, "weight_scale")] = s
+    elif fmt == NVFP4:
+        joint = max(float(weights["gate_proj"].float().abs().max()), float(weights["up_proj"].float().abs().max()))
+        for proj, w in weights.items():
+            down = proj == "down_proj"
+            q, s, s2 = gptq.gptq_nvfp4(w, h2 if down else h13, None if down else joint, damp)
+            out[(proj, "weight")] = q
+            out[(proj, "weight_scale")] = s
+            out[(proj, "weight_scale_2")] = s2.float().cpu()
+            out[(proj, "input_scale")] = torch.ones((), dtype=torch.float32)
+    else:
+        raise ValueError(f"GPTQ is implemented for NF3 and NVFP4, not {fmt}")
+    return out
+
+
 def dequantize_proj(fmt: str, tensors: Dict[str, torch.Tensor], codebook=None, dtype=torch.float32) -> torch.Tensor:
     """Stored tensors of one projection ({tensor name: tensor}) → float weight."""
     if fmt == NVFP4:

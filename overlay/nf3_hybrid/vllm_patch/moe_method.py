@@ -33,6 +33,32 @@ from .storage import tier_param_specs
 logger = get_logger(__name__)
 
 _announced = set()
+_PROFILE_TOKENS = 64  # calls with more tokens than this are "prefill-sized"
+_profiler = None
+_capture = None
+
+
+def _profiler_instance():
+    global _profiler
+    if _profiler is None:
+        from ..backends.profile import TierProfiler
+
+        _profiler = TierProfiler(logger.info)
+    return _profiler
+
+
+def _capture_instance(f):
+    global _capture
+    if _capture is None:
+        import atexit
+
+        from ..capture import ActivationCapture
+
+        _capture = ActivationCapture(f.act_capture, max_tokens=f.act_capture_tokens, warn=logger.warning)
+        atexit.register(_capture.flush)
+        logger.info("nf3-hybrid: capturing MoE-layer activations of prefill-sized calls into %s (%d tokens per "
+                    "layer)", f.act_capture, f.act_capture_tokens)
+    return _capture
 
 
 def _once(key, msg, *args):
@@ -73,6 +99,8 @@ class HybridNvFp4FusedMoE(FusedMoEMethodBase):
         self.executor: Optional[LayerExecutor] = None
         self.backends: Dict[int, object] = {}
         self._debug_pending = False
+        self._profile = False
+        self._capture = None
         mpc = moe_config.moe_parallel_config
         if mpc.use_ep or mpc.enable_eplb:
             raise HybridConfigError(
@@ -177,6 +205,11 @@ class HybridNvFp4FusedMoE(FusedMoEMethodBase):
             backends = {keep: backends[keep]}
         self.executor = LayerExecutor(backends, self.hidden)
         self._debug_pending = f.debug
+        mpc = self.moe.moe_parallel_config
+        first_rank = mpc.tp_rank == 0 and mpc.dp_rank == 0
+        self._profile = f.profile and first_rank and dev.type == "cuda"
+        self._capture = _capture_instance(f) if (f.act_capture and first_rank) else None
+        self._layer_name, self._layer_idx = layer.layer_name, self.plan.layer
         self.executor.warmup(self.plan.num_experts, self.moe.experts_per_token, self.moe.in_dtype)
         if not self.executor.graph_safe and _cuda_graphs_on():
             raise HybridConfigError(
@@ -201,6 +234,14 @@ class HybridNvFp4FusedMoE(FusedMoEMethodBase):
         if self._debug_pending and not _capturing():
             self._debug_pending = False
             self._debug_report(layer, x, topk_weights, topk_ids, on_input)
+        big = x.shape[0] > _PROFILE_TOKENS and not _capturing()
+        if big and self._capture is not None:
+            self._capture.add(self._layer_idx, self._layer_name, x, topk_ids)
+        if big and self._profile:
+            prof = _profiler_instance()
+            out = self.executor.forward(x, topk_weights, topk_ids, on_input, prof.marks(self._layer_name, x.shape[0]))
+            prof.tick()
+            return out
         return self.executor.forward(x, topk_weights, topk_ids, on_input)
 
     def _debug_report(self, layer, x, topk_weights, topk_ids, on_input):
