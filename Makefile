@@ -6,6 +6,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 VPY    := $(VENV)/bin/python
 STAMP  := $(VENV)/.nf3-stack
+# side environment with b12x 1.1.0 (NF3 layout reference for tests; conflicts with vLLM 0.33)
+SIDE   := .venv-b12x110
+SIDE_STAMP := $(SIDE)/.nf3-side
 PYTEST_ARGS ?=
 
 .PHONY: test demo install venv clean
@@ -16,6 +19,11 @@ $(STAMP): overlay/nf3_hybrid/versions.py scripts/stack.py
 	$(VPY) -m pip install --quiet $$($(PYTHON) scripts/stack.py)
 	touch $@
 
+$(SIDE_STAMP): overlay/nf3_hybrid/versions.py scripts/stack.py
+	test -x $(SIDE)/bin/python || $(PYTHON) -m venv $(SIDE)
+	$(SIDE)/bin/python -m pip install --quiet --no-deps $$($(PYTHON) scripts/stack.py --b12x-nf3-side)
+	touch $@
+
 venv: $(STAMP)
 
 # reinstalled every time (a few seconds) with the same drop-in installer users and the
@@ -24,7 +32,7 @@ venv: $(STAMP)
 install: $(STAMP)
 	bash scripts/install_overlay.sh --python $(VPY) --no-extras --check
 
-test: install
+test: install $(SIDE_STAMP)
 	$(VPY) -m pytest -q -m "not gpu" $(PYTEST_ARGS) tests
 
 demo: install

@@ -5,4 +5,7 @@ import runpy
 from pathlib import Path
 
 versions = runpy.run_path(str(Path(__file__).resolve().parent.parent / "overlay" / "nf3_hybrid" / "versions.py"))
-print("\n".join(versions["STACK"]))
+import sys
+
+key = "B12X_NF3_SIDE_STACK" if "--b12x-nf3-side" in sys.argv else "STACK"
+print("\n".join(versions[key]))

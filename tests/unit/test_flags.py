@@ -73,3 +73,32 @@ def test_cpu_runs_reference_and_refuses_gpu_backends():
     assert (c.kept, c.nf3) == ("ref", "ref")
     with pytest.raises(BackendError, match="HYBRID_KEPT=triton needs a CUDA GPU"):
         choose("triton", "fast", DeviceInfo("cpu"))
+
+
+def test_b12x_nf3_without_an_nf3_capable_b12x_names_what_is_missing():
+    caps = {"version": "1.5.1", "w4a16": True, "nf3": False}
+    with pytest.raises(BackendError) as e:
+        choose("b12x_nf3", "fast", SM120, probe=OK, caps_fn=lambda: caps)
+    msg = str(e.value)
+    assert "needs a b12x with the nf3_2p1 W4A16 weight layout" in msg
+    assert "the installed b12x 1.5.1 has no nf3_2p1 layout" in msg
+    assert "b12x 1.1.0 provides it" in msg and "nvidia-cutlass-dsl 4.6.0" in msg
+    assert "Use HYBRID_KEPT=b12x (kept tier) with HYBRID_NF3=fast instead" in msg
+
+
+def test_b12x_backends_not_in_this_build_are_reported():
+    missing = lambda m: "ModuleNotFoundError" if m.startswith("nf3_hybrid.vllm_patch.b12x") else None  # noqa: E731
+    c = choose("auto", "fast", SM120, probe=missing)
+    assert c.kept == "triton" and "the b12x kept-tier backend is not in this build" in c.reason
+    with pytest.raises(BackendError, match="not part of this nf3-hybrid build yet"):
+        choose("b12x", "fast", SM120, probe=missing)
+
+
+def test_selection_against_the_installed_b12x():
+    """The real capability probe of the pinned b12x 1.5.1 (no GPU needed)."""
+    from nf3_hybrid.backends.b12x_support import capabilities
+
+    caps = capabilities()
+    assert caps["version"] == "1.5.1" and caps["w4a16"] and not caps["nf3"]
+    with pytest.raises(BackendError, match="has no nf3_2p1 layout"):
+        choose("b12x_nf3", "fast", SM120)

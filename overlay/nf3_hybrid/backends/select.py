@@ -56,13 +56,34 @@ def _module_problem(module: str) -> Optional[str]:
 
 # name → (module holding the backend classes, what it needs)
 _TRITON_MODULE = "nf3_hybrid.backends.triton_tiers"
-_B12X_MODULE = "nf3_hybrid.backends.b12x_kept"
-_B12X_NF3_MODULE = "nf3_hybrid.backends.b12x_nf3"
+# the b12x backends (SM120/121) live with the vLLM patch; not part of this build yet
+_B12X_MODULE = "nf3_hybrid.vllm_patch.b12x_kept"
+_B12X_NF3_MODULE = "nf3_hybrid.vllm_patch.b12x_nf3"
+
+
+def _nf3_b12x_missing(caps: Optional[dict]) -> str:
+    from .b12x_support import NF3_LAYOUT, NF3_RELEASE
+
+    have = f"the installed b12x {caps['version']} has no {NF3_LAYOUT} layout" if caps and caps.get("version") \
+        else "b12x is not installed"
+    return (
+        f"HYBRID_KEPT=b12x_nf3 needs a b12x with the {NF3_LAYOUT} W4A16 weight layout, and {have}. "
+        f"b12x {NF3_RELEASE} provides it (it pins nvidia-cutlass-dsl 4.6.0 where vLLM 0.33.0 pins 4.8.0, so it "
+        "needs its own environment). Use HYBRID_KEPT=b12x (kept tier) with HYBRID_NF3=fast instead."
+    )
+
+
+def _b12x_caps() -> dict:
+    from .b12x_support import capabilities
+
+    return capabilities()
 
 
 def choose(kept_flag: str, nf3_flag: str, dev: DeviceInfo, kept_format: str = NVFP4,
-           probe: Callable[[str], Optional[str]] = _module_problem) -> Choice:
-    """Resolve ``HYBRID_KEPT`` / ``HYBRID_NF3`` for this device."""
+           probe: Callable[[str], Optional[str]] = _module_problem,
+           caps_fn: Callable[[], dict] = _b12x_caps) -> Choice:
+    """Resolve ``HYBRID_KEPT`` / ``HYBRID_NF3`` for this device. ``probe`` says why a
+    module does not import (None if it does); ``caps_fn`` describes the installed b12x."""
     notes = []
     if dev.kind != "cuda":
         for flag, value, ok in (("HYBRID_KEPT", kept_flag, ("auto", "ref")), ("HYBRID_NF3", nf3_flag, ("fast", "ref"))):
@@ -74,12 +95,14 @@ def choose(kept_flag: str, nf3_flag: str, dev: DeviceInfo, kept_format: str = NV
     # ---- kept tier
     kept = kept_flag
     if kept_flag == "auto":
-        if dev.is_sm12x and probe("b12x") is None and probe(_B12X_MODULE) is None:
+        b12x_problem = (probe("b12x") and "b12x not importable") or \
+            (probe(_B12X_MODULE) and "the b12x kept-tier backend is not in this build")
+        if dev.is_sm12x and not b12x_problem:
             kept = "b12x"
             notes.append(f"SM{dev.capability[0]}{dev.capability[1]} with b12x: b12x kept tier")
         elif triton_problem is None:
             kept = "triton"
-            why = "not SM120/121" if not dev.is_sm12x else "b12x not importable"
+            why = "not SM120/121" if not dev.is_sm12x else b12x_problem
             notes.append(f"{why}: Triton kept tier")
         else:
             kept = "ref"
@@ -91,9 +114,15 @@ def choose(kept_flag: str, nf3_flag: str, dev: DeviceInfo, kept_format: str = NV
                 f"this GPU ({dev.name or 'cuda'}) is SM{dev.capability[0]}{dev.capability[1]}. "
                 "Use HYBRID_KEPT=triton (or auto)."
             )
-        problem = probe("b12x") or probe(_B12X_NF3_MODULE if kept_flag == "b12x_nf3" else _B12X_MODULE)
-        if problem:
-            raise BackendError(f"HYBRID_KEPT={kept_flag}: b12x is not usable here ({problem})")
+        if probe("b12x"):
+            raise BackendError(f"HYBRID_KEPT={kept_flag}: b12x is not usable here ({probe('b12x')})")
+        if kept_flag == "b12x_nf3" and not caps_fn().get("nf3"):
+            raise BackendError(_nf3_b12x_missing(caps_fn()))
+        if probe(_B12X_NF3_MODULE if kept_flag == "b12x_nf3" else _B12X_MODULE):
+            raise BackendError(
+                f"HYBRID_KEPT={kept_flag}: the b12x backends are not part of this nf3-hybrid build yet "
+                "(see README, Backends); use HYBRID_KEPT=triton"
+            )
         notes.append(f"HYBRID_KEPT={kept_flag}")
     elif kept_flag == "triton":
         if triton_problem:
