@@ -187,17 +187,24 @@ def stacked_maps(tiers):
     return maps, n_local
 
 
-def run_decode(kept, nf3_tier, result, x, topk_weights, topk_ids, weights_on_input):
-    """At most GEMV_TOKENS tokens, both tiers in one launch per stage, straight into the
-    bf16 ``result`` (no routing sort, no zero-fill)."""
-    ws = (kept or nf3_tier).ws
-    m, topk = topk_ids.shape
+def _flat_routing(topk_weights, topk_ids):
+    """[M·k] contiguous expert ids and fp32 routing weights, pair p = token·k + slot
+    (views when vLLM already hands them over that way, as it does)."""
     ids = topk_ids.reshape(-1)
     tw = topk_weights.reshape(-1)
     if tw.dtype != torch.float32 or not tw.is_contiguous():
         tw = tw.float().contiguous()
     if not ids.is_contiguous():
         ids = ids.contiguous()
+    return ids, tw
+
+
+def run_decode(kept, nf3_tier, result, x, topk_weights, topk_ids, weights_on_input):
+    """At most GEMV_TOKENS tokens, both tiers in one launch per stage, straight into the
+    bf16 ``result`` (no routing sort, no zero-fill)."""
+    ws = (kept or nf3_tier).ws
+    m, topk = topk_ids.shape
+    ids, tw = _flat_routing(topk_weights, topk_ids)
     pairs = ids.numel()
     inter = (kept or nf3_tier).tier.inter
     expert_gemv.launch_decode(kept, nf3_tier, x, tw, ids, topk, ws.inter_cache[:pairs, :inter],
@@ -209,12 +216,7 @@ def run_chunk(tiers, maps, out, x, topk_weights, topk_ids, weights_on_input, zer
     also zeroes ``out`` when asked), then each tier's two GEMMs add into ``out``."""
     ws = tiers[0].ws
     m, topk = topk_ids.shape
-    ids = topk_ids.reshape(-1)
-    tw = topk_weights.reshape(-1)
-    if tw.dtype != torch.float32 or not tw.is_contiguous():
-        tw = tw.float().contiguous()
-    if not ids.is_contiguous():
-        ids = ids.contiguous()
+    ids, tw = _flat_routing(topk_weights, topk_ids)
     cfg = kernel_config(max(m, GEMV_TOKENS + 1), interpret())  # grouped-GEMM tiles, even for few tokens
     pairs = ids.numel()
     cap, blocks = align.capacity(pairs, ws.n_local, cfg["BM"])
