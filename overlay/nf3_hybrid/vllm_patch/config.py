@@ -44,6 +44,22 @@ def _check_tp_split(spec: HybridSpec):
         )
 
 
+_warned = []
+
+
+def _warn_unused_flags():
+    """Flags that only act on hybrid layers are refused, loudly, for other checkpoints."""
+    from .. import flags
+
+    f = flags.current()
+    used = [name for name, on in (("HYBRID_TIER", f.tier != "both"), ("HYBRID_DEBUG", f.debug),
+                                  ("HYBRID_PROFILE", f.profile), ("HYBRID_ACT_CAPTURE", bool(f.act_capture))) if on]
+    if used and not _warned:
+        _warned.append(True)
+        logger.warning("nf3-hybrid: %s set, but this checkpoint has no hybrid_bit_map: vLLM runs stock and "
+                       "the flag(s) do nothing", ", ".join(used))
+
+
 def patch_from_config(cfg_cls) -> None:
     original = cfg_cls.__dict__.get("from_config")
     if getattr(original, "__func__", None) is not None and getattr(original.__func__, "_nf3_hybrid", False):
@@ -54,7 +70,9 @@ def patch_from_config(cfg_cls) -> None:
         obj = base(cls, config)
         spec = parse_hybrid_spec(config)
         setattr(obj, SPEC_ATTR, spec)
-        if spec is not None:
+        if spec is None:
+            _warn_unused_flags()
+        else:
             _check_tp_split(spec)
             logger.info(
                 "nf3-hybrid: hybrid checkpoint, %d MoE layers in hybrid_bit_map, kept tier %s",
