@@ -84,3 +84,29 @@ def test_intermediate_size_that_cannot_split_across_tp(tiny_hybrid):
             else:
                 with pytest.raises(HybridConfigError, match=f"moe_intermediate_size 256 cannot be split across tensor_parallel_size={tp}"):
                     ModelOptNvFp4Config.from_config(raw)
+
+
+def test_hybrid_only_flags_on_a_plain_checkpoint_are_reported_once(make_ckpt, monkeypatch):
+    import logging
+
+    from nf3_hybrid import flags
+    from nf3_hybrid.vllm_patch import config as cfg_mod
+    from vllm.model_executor.layers.quantization.modelopt import ModelOptNvFp4Config
+
+    raw = json.loads((make_ckpt("all-kept", all_kept=True) / "config.json").read_text())["quantization_config"]
+    monkeypatch.setenv("HYBRID_TIER", "b")
+    monkeypatch.setattr(cfg_mod, "_warned", [])
+    flags.reset_for_tests()
+    got = []
+    h = logging.Handler()
+    h.emit = lambda r: got.append(r.getMessage())
+    log = logging.getLogger("vllm.nf3_hybrid.vllm_patch.config")
+    log.addHandler(h)
+    try:
+        for _ in range(2):
+            assert ModelOptNvFp4Config.from_config(raw).nf3_hybrid_spec is None
+    finally:
+        log.removeHandler(h)
+        monkeypatch.undo()
+        flags.reset_for_tests()
+    assert len(got) == 1 and "HYBRID_TIER set, but this checkpoint has no hybrid_bit_map" in got[0]
