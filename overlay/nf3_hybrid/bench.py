@@ -300,11 +300,56 @@ def sweep(inter=512, log=print) -> dict:
     return {"chosen": chosen, "trials": trials, "inter": inter}
 
 
+def breakdown(inter=512, tokens=(1, 8, 64, 2048), log=print) -> dict:
+    """Per-kernel GPU time of one hybrid layer call (GLM-5.2 shape) from torch.profiler:
+    where the time goes, for tuning. Never run yet (written after the device budget of
+    2026-11-30 was spent)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from .backends.executor import LayerExecutor
+    from .backends.triton_tiers import TritonTier, Workspace
+
+    H, E, Kn, topk = GLM52["hidden"], GLM52["experts"], GLM52["kept"], GLM52["topk"]
+    kmap = [i if i < Kn else -1 for i in range(E)]
+    nmap = [i - Kn if i >= Kn else -1 for i in range(E)]
+    ws = Workspace(torch.device("cuda"))
+    ws.reserve(max(tokens), topk, H, inter, E)
+    ex = LayerExecutor({0: TritonTier(random_tier("nvfp4", Kn, H, inter, kmap, 1), ws),
+                        1: TritonTier(random_tier("nf3", E - Kn, H, inter, nmap, 2), ws)}, H)
+    out = {}
+    for m in tokens:
+        w, ids = random_routing(m, E, topk, m)
+        x = (torch.randn(m, H, device="cuda") * 0.5).to(torch.bfloat16)
+        for _ in range(3):
+            ex.forward(x, w, ids)
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(10):
+                ex.forward(x, w, ids)
+            torch.cuda.synchronize()
+        rows = {}
+        for ev in prof.key_averages():
+            t = getattr(ev, "device_time_total", None) or getattr(ev, "cuda_time_total", 0)
+            if t:
+                rows[ev.key] = round(t / 10, 2)
+        out[m] = rows
+        log(f"M={m}: " + ", ".join(f"{k} {v}us" for k, v in sorted(rows.items(), key=lambda kv: -kv[1])[:8]))
+    return {"inter": inter, "per_call_us": out}
+
+
 def main(args) -> int:
     shapes = [GLM52, TINY] if args.shape == "all" else [GLM52 if args.shape == "glm5.2" else TINY]
     if args.inter:
         shapes = [dict(s, inters=tuple(args.inter)) for s in shapes]
     tokens = tuple(args.tokens) if args.tokens else TOKENS
+    if args.breakdown:
+        from .vllm_patch import stock_moe
+
+        stock_moe.init_single_gpu()
+        res = breakdown()
+        Path(args.out_dir).mkdir(parents=True, exist_ok=True)
+        Path(args.out_dir, f"kernel_breakdown_{args.tag}.json").write_text(json.dumps(res, indent=2) + "\n")
+        return 0
     swept = None
     if args.sweep:
         from .vllm_patch import stock_moe
