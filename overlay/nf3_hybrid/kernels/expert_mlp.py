@@ -8,12 +8,13 @@ Two kernels per tier, the structure of vLLM's fused MoE:
 - ``_w2_kernel``: the down GEMM of that cache, times the routing weight, atomically
   added (fp32) into the token's output row, which both tiers share.
 
-Weights are read in the checkpoint's own packing — no repacked copy: NF3 as 8 codes per
-little-endian 24-bit word (3 bytes), NVFP4/MXFP4 as two e2m1 nibbles per byte. A
-repack was not needed to get wide loads: a tile's bytes are contiguous along K for
-each output row, and a code is 2-3 integer ops away from its bytes. Codes become values
-through an 8-/16-entry table and scales through a 256-entry e4m3 / e8m0 table (both
-tiny, L1-resident), so the same kernel serves any NF3 codebook the checkpoint carries.
+Weights are read in the checkpoint's own packing — no repacked copy, so loading costs
+no extra memory or time. Measured on the H200 (bench/results/bench_moe_h200.json) this
+path is far slower than vLLM's Marlin for the same bytes (prefill 0.07-0.19×): the
+in-register dequantization (8-/16-entry value tables, 256-entry scale tables, reshapes
+of 3-D code tensors) dominates the tensor-core work. Whether a load-time repack into a
+dot-operand-friendly layout wins is the next measurement, not yet made. The tables do let
+one kernel serve any NF3 codebook the checkpoint carries.
 
 Products are computed as [N-tile × M-tile] = W[N, K] · xᵀ[K, M]: the large weight tile
 is the natural left operand and only the small activation tile is read transposed.
