@@ -5,7 +5,6 @@ exits non-zero when a hybrid checkpoint cannot be served as configured.
 """
 from __future__ import annotations
 
-import importlib
 import importlib.metadata as md
 import multiprocessing as mp
 from dataclasses import dataclass, field
@@ -44,13 +43,6 @@ def _version(dist: str) -> Optional[str]:
         return md.version(dist)
     except md.PackageNotFoundError:
         return None
-
-
-def b12x_capabilities() -> dict:
-    """What the installed b12x offers the overlay (without importing CUDA code paths)."""
-    from .backends import b12x_support
-
-    return b12x_support.capabilities()
 
 
 @dataclass
@@ -118,7 +110,9 @@ def run(spawn_check: bool = True) -> Report:
     if spawn_check:
         child = hook_in_spawned_child()
         (r.ok if child["armed"] else r.bad)(f"import hook armed in a spawned child: {child['armed']}")
-    caps = b12x_capabilities()
+    from .backends.b12x_support import capabilities
+
+    caps = capabilities()
     if caps["version"] is None:
         r.info("b12x: not installed (only needed on SM120/121)")
     else:
@@ -139,10 +133,3 @@ def main(spawn_check: bool = True) -> int:
     print("ready to serve hybrid checkpoints")
     return 0
 
-
-def module_problem(name: str) -> Optional[str]:
-    try:
-        importlib.import_module(name)
-    except ImportError as exc:
-        return str(exc)
-    return None

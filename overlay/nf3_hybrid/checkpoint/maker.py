@@ -367,9 +367,9 @@ def _write_moe_layer(reader, writer, index: _ExpertIndex, layer: int, is_mtp: bo
         for (proj, tname), t in stored.items():
             writer.add(N.expert_name(prefix, e, proj, tname), t)
             if fmt == tiers.NF3 and tname == "weight_scale":
-                s = t.float()
-                u_den += int((s > 0).sum())
-                u_num += int(((s > 0) & (s < 2.0 ** -6)).sum())
+                sub, nonzero = nf3.scale_underflow_counts(t)
+                u_num += sub
+                u_den += nonzero
     return u_num, u_den
 
 

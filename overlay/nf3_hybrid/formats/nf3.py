@@ -5,7 +5,7 @@ On disk (``weight_packed`` uint8 ``[rows, cols/8*3]``): eight codes make one lit
 float8_e4m3fn ``[rows, cols/32]``; value = codebook[code] × scale.
 
 There is no per-tensor scale: a group whose best scale is below e4m3's smallest normal
-(2**-6) loses precision in the subnormal range. ``scale_underflow_fraction`` lets the
+(2**-6) loses precision in the subnormal range. ``scale_underflow_counts`` lets the
 checkpoint maker report how often that happens.
 """
 from __future__ import annotations
@@ -149,10 +149,9 @@ def dequantize(packed: torch.Tensor, scale: torch.Tensor, codebook=None, dtype=t
     return dequantize_codes(unpack(packed), scale, codebook, dtype)
 
 
-def scale_underflow_fraction(scale: torch.Tensor) -> float:
-    """Fraction of non-zero group scales stored as e4m3 subnormals (reduced precision)."""
+def scale_underflow_counts(scale: torch.Tensor):
+    """(non-zero group scales stored as e4m3 subnormals — reduced precision, non-zero
+    group scales): summed over tensors, their ratio is the underflow fraction."""
     s = scale.float()
     nz = s > 0
-    if not bool(nz.any()):
-        return 0.0
-    return float(((s < _E4M3_MIN_NORMAL) & nz).sum()) / float(nz.sum())
+    return int(((s < _E4M3_MIN_NORMAL) & nz).sum()), int(nz.sum())
