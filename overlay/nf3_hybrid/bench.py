@@ -104,12 +104,14 @@ def _touched(ids, experts_in) -> int:
     return int(torch.isin(ids.unique(), experts_in).sum())
 
 
-def run(shapes, tokens=TOKENS, out_dir="bench/results", tag="h200", seed=0, log=print) -> dict:
+def run(shapes, tokens=TOKENS, out_dir="bench/results", tag="h200", seed=0, log=print, with_stock=True) -> dict:
     from .backends.executor import LayerExecutor
     from .backends.triton_tiers import TritonTier, Workspace
-    from .vllm_patch import stock_moe
 
-    stock_moe.init_single_gpu()
+    if with_stock:
+        from .vllm_patch import stock_moe
+
+        stock_moe.init_single_gpu()
     dev = torch.cuda.get_device_name(0)
     cap = torch.cuda.get_device_capability(0)
     bw = copy_bandwidth()
@@ -145,7 +147,7 @@ def run(shapes, tokens=TOKENS, out_dir="bench/results", tag="h200", seed=0, log=
             per_a, per_b = _tier_bytes(a), _tier_bytes(b)
             stock = {}
             for name, kind, n_exp in (("vllm_nvfp4", "nvfp4", E), ("vllm_nvfp4_nf3set", "nvfp4", Km),
-                                      ("vllm_nvfp4_keptset", "nvfp4", Kn), ("vllm_bf16", "bf16", E)):
+                                      ("vllm_nvfp4_keptset", "nvfp4", Kn), ("vllm_bf16", "bf16", E))[:4 * with_stock]:
                 fn, backend, per = stock_moe.build(kind, n_exp, H, inter, topk, seed)
                 stock[name] = (fn, n_exp, per)
                 stock_backends[f"{kind}:{shape['name']}:I{inter}:E{n_exp}"] = backend
@@ -251,25 +253,37 @@ def plot(res, path):
     plt.close(fig)
 
 
+# candidate tile configs per batch class; "gemv" is the per-pair decode path, timed
+# against the grouped path's "small" configs on the same token counts
 SWEEP = {
-    "gemv": [dict(BN13=8, BK13=256, BN2=16, BK2=256, warps=4), dict(BN13=4, BK13=256, BN2=16, BK2=256, warps=4),
-             dict(BN13=16, BK13=256, BN2=32, BK2=256, warps=4), dict(BN13=8, BK13=512, BN2=16, BK2=512, warps=4),
-             dict(BN13=4, BK13=512, BN2=8, BK2=256, warps=2), dict(BN13=16, BK13=128, BN2=16, BK2=128, warps=8)],
-    "small": [dict(BM=16, BN13=32, BK13=256, BN2=64, BK2=128, warps=4, stages=3),
-              dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3),
-              dict(BM=16, BN13=32, BK13=128, BN2=128, BK2=64, warps=4, stages=4)],
-    "large": [dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3),
-              dict(BM=64, BN13=128, BK13=64, BN2=128, BK2=64, warps=8, stages=3),
-              dict(BM=128, BN13=64, BK13=64, BN2=128, BK2=64, warps=8, stages=3),
-              dict(BM=64, BN13=32, BK13=128, BN2=64, BK2=128, warps=4, stages=3)],
+    "gemv": [dict(BN13=4, BK13=512, BN2=8, BK2=256, warps=2), dict(BN13=8, BK13=256, BN2=16, BK2=256, warps=4)],
+    "small": [
+        dict(BM=16, BN13=32, BK13=128, SPLIT13=8, BN2=64, BK2=128, SPLIT2=1, warps=4, stages=3),
+        dict(BM=16, BN13=32, BK13=128, SPLIT13=8, BN2=64, BK2=128, SPLIT2=1, warps=4, stages=3, magic=1),
+        dict(BM=16, BN13=64, BK13=128, SPLIT13=4, BN2=64, BK2=128, SPLIT2=2, warps=4, stages=3),
+        dict(BM=16, BN13=32, BK13=256, SPLIT13=8, BN2=64, BK2=256, SPLIT2=2, warps=4, stages=2),
+        dict(BM=16, BN13=32, BK13=128, SPLIT13=8, BN2=64, BK2=128, SPLIT2=1, warps=4, stages=1),
+        dict(BM=16, BN13=16, BK13=256, SPLIT13=12, BN2=32, BK2=256, SPLIT2=2, warps=2, stages=3),
+    ],
+    "large": [
+        dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3),
+        dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1),
+        dict(BM=128, BN13=64, BK13=64, BN2=128, BK2=64, warps=8, stages=3),
+        dict(BM=128, BN13=128, BK13=64, BN2=128, BK2=64, warps=8, stages=2),
+        dict(BM=64, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3),
+        dict(BM=64, BN13=128, BK13=64, BN2=128, BK2=64, warps=8, stages=4),
+    ],
 }
-SWEEP_TOKENS = {"gemv": (1, 8), "small": (64,), "large": (2048,)}
+SWEEP_TOKENS = {"gemv": (1, 8, 16), "small": (1, 8, 16, 64), "large": (512, 2048)}
 
 
 def sweep(inter=512, log=print) -> dict:
-    """Times the hybrid layer (GLM-5.2 shape) under each candidate tile configuration and
-    returns the fastest per batch class; the winners become ``kernel_config``'s table."""
+    """Times the hybrid layer (GLM-5.2 shape) under each candidate tile configuration
+    (per token count, so the choice can be read off) and returns the fastest per batch
+    class by the sum over its token counts of time / best time at that count. The
+    decode classes are timed with the per-pair path on ("gemv") and off ("small")."""
     from .backends import triton_tiers
+    from .backends import executor as executor_mod
     from .backends.executor import LayerExecutor
     from .backends.triton_tiers import TritonTier, Workspace
 
@@ -281,21 +295,25 @@ def sweep(inter=512, log=print) -> dict:
     ex = LayerExecutor({0: TritonTier(random_tier("nvfp4", Kn, H, inter, kmap, 1), ws),
                         1: TritonTier(random_tier("nf3", E - Kn, H, inter, nmap, 2), ws)}, H)
     chosen, trials = {}, []
-    default = {k: triton_tiers.kernel_config(SWEEP_TOKENS[k][0], False) for k in SWEEP}
+    default = {"gemv": triton_tiers.kernel_config(1, False), "small": triton_tiers.kernel_config(64, False),
+               "large": triton_tiers.kernel_config(2048, False)}
+    gemv_tokens = executor_mod.GEMV_TOKENS
     for cls, cands in SWEEP.items():
-        best = None
+        executor_mod.GEMV_TOKENS = gemv_tokens if cls == "gemv" else 0
+        per_m = []
         for cfg in cands:
             triton_tiers.CONFIG_OVERRIDE = {**default, cls: cfg}
-            total = 0.0
+            times = {}
             for m in SWEEP_TOKENS[cls]:
                 w, ids = random_routing(m, E, topk, m)
                 x = (torch.randn(m, H, device="cuda") * 0.5).to(torch.bfloat16)
-                total += time_graph(lambda: ex.forward(x, w, ids), iters=15)
-            trials.append(dict(cls=cls, cfg=cfg, us=round(total, 1)))
-            log(f"sweep {cls} {cfg}: {total:.1f} us")
-            if best is None or total < best[0]:
-                best = (total, cfg)
-        chosen[cls] = best[1]
+                times[m] = round(time_graph(lambda: ex.forward(x, w, ids), iters=15), 1)
+            per_m.append((cfg, times))
+            trials.append(dict(cls=cls, cfg=cfg, us=times))
+            log(f"sweep {cls} {cfg}: {times}")
+        best_at = {m: min(t[m] for _, t in per_m) for m in SWEEP_TOKENS[cls]}
+        chosen[cls] = min(per_m, key=lambda ct: sum(ct[1][m] / best_at[m] for m in best_at))[0]
+    executor_mod.GEMV_TOKENS = gemv_tokens
     triton_tiers.CONFIG_OVERRIDE = chosen
     return {"chosen": chosen, "trials": trials, "inter": inter}
 
@@ -343,20 +361,22 @@ def main(args) -> int:
         shapes = [dict(s, inters=tuple(args.inter)) for s in shapes]
     tokens = tuple(args.tokens) if args.tokens else TOKENS
     if args.breakdown:
-        from .vllm_patch import stock_moe
+        if not args.ours_only:
+            from .vllm_patch import stock_moe
 
-        stock_moe.init_single_gpu()
+            stock_moe.init_single_gpu()
         res = breakdown()
         Path(args.out_dir).mkdir(parents=True, exist_ok=True)
         Path(args.out_dir, f"kernel_breakdown_{args.tag}.json").write_text(json.dumps(res, indent=2) + "\n")
         return 0
     swept = None
     if args.sweep:
-        from .vllm_patch import stock_moe
+        if not args.ours_only:
+            from .vllm_patch import stock_moe
 
-        stock_moe.init_single_gpu()
+            stock_moe.init_single_gpu()
         swept = sweep()
-    res = run(shapes, tokens, args.out_dir, args.tag)
+    res = run(shapes, tokens, args.out_dir, args.tag, with_stock=not args.ours_only)
     if swept is not None:
         res["kernel_configs"] = swept
         Path(args.out_dir, f"bench_moe_{args.tag}.json").write_text(json.dumps(res, indent=2) + "\n")

@@ -212,6 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--tag", default="h200")
     b.add_argument("--sweep", action="store_true", help="first pick kernel tile configs by timing candidates")
     b.add_argument("--breakdown", action="store_true", help="only: per-kernel GPU time of the hybrid layer")
+    b.add_argument("--ours-only", action="store_true",
+                   help="time only the hybrid kernels (no vLLM needed: for kernel work on a bare GPU host)")
     b.set_defaults(func=_cmd_bench)
 
     d = sub.add_parser("demo", help="tiny model → hybrid checkpoint → quality report (→ vLLM when a GPU is usable)")

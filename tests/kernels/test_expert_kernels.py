@@ -52,6 +52,24 @@ def test_hybrid_layer_matches_reference(kept_fmt, m, topk):
     assert rel(out, ref.forward(x, w, ids)) < TOL
 
 
+@pytest.mark.parametrize("kept_fmt", ["nvfp4", "mxfp4_e8m0k32"])
+@pytest.mark.parametrize("m", [1, 5, 40])
+def test_split_k_decode_path_and_buffer_left_zero(kept_fmt, m, monkeypatch):
+    """Decode-sized batches through the grouped kernels with split-K gate/up (the
+    per-pair path switched off): correct, and the shared split-K buffer is all-zero
+    again afterwards (no step clears it)."""
+    from nf3_hybrid.backends import executor
+
+    monkeypatch.setattr(executor, "GEMV_TOKENS", 0)
+    ref, tri, ws = build(kept_fmt, 6, 16, 128, 64, 64, 4, seed=m + 50)
+    w, ids = routing(m, 16, 4, seed=m, device=DEV)
+    x = (torch.randn(m, 128, generator=torch.Generator().manual_seed(m)) * 2).to(torch.bfloat16).to(DEV)
+    for on_input in (False, True):
+        poison(ws)
+        assert rel(tri.forward(x, w, ids, on_input), ref.forward(x, w, ids, on_input)) < TOL
+        assert int(torch.count_nonzero(ws.gate_up)) == 0
+
+
 @pytest.mark.parametrize("n_kept", [0, 16])
 def test_one_tier_empty(n_kept):
     ref, tri, ws = build("nvfp4", n_kept, 16, 128, 64, 16, 4)
@@ -111,5 +129,22 @@ def test_glm5_shapes_on_gpu(inter):
     for m in (1, 8, 64, 511, 2048):
         w, ids = routing(m, 256, 8, seed=m, device=DEV)
         x = (torch.randn(m, 6144, device=DEV) * 2).to(torch.bfloat16)
+        poison(ws)
+        assert rel(tri.forward(x, w, ids), ref.forward(x, w, ids)) < TOL, m
+
+
+@pytest.mark.parametrize("kept_fmt", ["nvfp4", "mxfp4_e8m0k32"])
+def test_e2m1_decoded_by_shifts(kept_fmt, monkeypatch):
+    """The "magic" tile option (e2m1 → fp16 bits by shifts instead of a table lookup)
+    gives the reference's result in every batch class."""
+    from nf3_hybrid.backends import triton_tiers
+
+    interp = triton_tiers.interpret()
+    cfgs = {c: dict(triton_tiers.kernel_config(m, interp), magic=1) for c, m in (("gemv", 1), ("small", 20), ("large", 99))}
+    monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", cfgs)
+    ref, tri, ws = build(kept_fmt, 9, 16, 128, 64, 80, 4, seed=77)
+    for m in (2, 20, 70):
+        w, ids = routing(m, 16, 4, seed=m, device=DEV)
+        x = (torch.randn(m, 128, generator=torch.Generator().manual_seed(m)) * 2).to(torch.bfloat16).to(DEV)
         poison(ws)
         assert rel(tri.forward(x, w, ids), ref.forward(x, w, ids)) < TOL, m

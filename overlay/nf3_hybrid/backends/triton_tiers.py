@@ -34,21 +34,23 @@ class CapacityError(RuntimeError):
 
 
 def kernel_config(m: int, interp: bool) -> dict:
-    """Tile shapes by batch size: small batches stream weights (memory-bound), large
-    ones feed tensor cores (compute-bound)."""
+    """Tile shapes by batch size: small batches stream weights (memory-bound: split-K for
+    more programs in flight), large ones feed tensor cores (compute-bound)."""
     if CONFIG_OVERRIDE is not None:
         return dict(CONFIG_OVERRIDE[m <= GEMV_TOKENS and "gemv" or m <= DECODE_TOKENS and "small" or "large"])
     if interp:
         if m <= GEMV_TOKENS:
             return dict(BN13=16, BK13=64, BN2=32, BK2=64, warps=4)
-        return dict(BM=16, BN13=32, BK13=64, BN2=32, BK2=64, warps=4, stages=1)
+        if m <= DECODE_TOKENS:
+            return dict(BM=16, BN13=16, BK13=64, SPLIT13=2, BN2=32, BK2=128, SPLIT2=2, warps=4, stages=1)
+        return dict(BM=16, BN13=32, BK13=128, BN2=32, BK2=128, warps=4, stages=1)
     # fastest of the candidates timed by `nf3-hybrid bench --sweep` on the H200
     # (GLM-5.2 shape, I=512; bench/results/bench_moe_h200.json, "kernel_configs")
     if m <= GEMV_TOKENS:
         return dict(BN13=4, BK13=512, BN2=8, BK2=256, warps=2)
     if m <= DECODE_TOKENS:
-        return dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3)
-    return dict(BM=128, BN13=64, BK13=64, BN2=128, BK2=64, warps=8, stages=3)
+        return dict(BM=16, BN13=64, BK13=128, SPLIT13=4, BN2=64, BK2=128, SPLIT2=2, warps=4, stages=3)
+    return dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1)
 
 
 def _bins(n_local_max: int) -> int:
@@ -106,18 +108,25 @@ class Workspace:
         self.pair_out = torch.empty((min(self.chunk, GEMV_TOKENS) * self.topk, self.hidden), dtype=torch.float32,
                                     device=d)
         self.inter_cache = torch.empty((cap, self.inter), dtype=torch.bfloat16, device=d)
+        # split-K gate/up sums of decode-sized calls; all-zero between calls (the kernel
+        # that consumes a row zeroes it), so it is cleared once, here
+        small, _ = align.capacity(min(self.chunk, DECODE_TOKENS) * self.topk, self.n_local,
+                                  kernel_config(min(self.chunk, DECODE_TOKENS), interpret()).get("BM", 16))
+        self.gate_up = torch.zeros((small, 2 * self.inter), dtype=torch.float32, device=d)
         self.out = torch.empty((self.chunk, self.hidden), dtype=torch.float32, device=d)
 
-    def table(self, name: str, values) -> torch.Tensor:
-        t = self.tables.get(name)
+    def table(self, name: str, values, dtype=torch.float16) -> torch.Tensor:
+        """Decode tables are 16-bit (see kernels/expert_mlp.py for why)."""
+        key = f"{name}:{dtype}"
+        t = self.tables.get(key)
         if t is None:
-            t = self.tables[name] = torch.tensor(values, dtype=torch.float32, device=self.device)
+            t = self.tables[key] = torch.tensor(values, dtype=torch.float32).to(dtype).to(self.device)
         return t
 
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in
                    (self.sorted_ids, self.block_expert, self.cursor, self.starts, self.ends, self.inter_cache,
-                    self.out, self.pair_out))
+                    self.out, self.pair_out, self.gate_up))
 
 
 def _e4m3_table():
@@ -142,8 +151,12 @@ class TritonTier(TierBackend):
             self.values = self.ws.table(f"nf3:{tier.codebook}", list(nf3.validate_codebook(tier.codebook)))
         else:
             self.values = self.ws.table("e2m1", e2m1.decode_table().tolist())
-        self.scales = self.ws.table("e8m0" if tier.fmt == MXFP4 else "e4m3",
-                                    _e8m0_table() if tier.fmt == MXFP4 else _e4m3_table())
+        # e4m3 scales are exact in fp16; e8m0's powers of two need bf16's range (exact too).
+        # NF3 levels are rounded to fp16 (≤ 2**-11 relative), as the dot operands are anyway.
+        if tier.fmt == MXFP4:
+            self.scales = self.ws.table("e8m0", _e8m0_table(), torch.bfloat16)
+        else:
+            self.scales = self.ws.table("e4m3", _e4m3_table())
         # scale bits are read as bytes (e4m3 and e8m0 alike)
         self.w13_scale = tier.w13_scale.view(torch.uint8)
         self.w2_scale = tier.w2_scale.view(torch.uint8)
@@ -154,9 +167,10 @@ class TritonTier(TierBackend):
         if t.num_experts == 0:
             return
         inter = self.ws.inter_cache[: sorted_ids.numel(), : t.inter]
+        gate_up = self.ws.gate_up[:, : 2 * t.inter] if cfg.get("SPLIT13", 1) > 1 else self.ws.gate_up
         dot32 = interpret()
         expert_mlp.launch_w13(x, t.w13, self.w13_scale, t.w13_scale_2, sorted_ids, block_expert, tw, inter,
-                              self.values, self.scales, num_pairs, topk, t.inter, self.fmt, on_input, cfg, dot32)
+                              gate_up, self.values, self.scales, num_pairs, topk, t.inter, self.fmt, on_input, cfg, dot32)
         expert_mlp.launch_w2(inter, t.w2, self.w2_scale, t.w2_scale_2, sorted_ids, block_expert, tw, out,
                              self.values, self.scales, num_pairs, topk, t.inter, self.fmt, on_input, cfg, dot32)
 

@@ -1,24 +1,41 @@
 """Weight-only quantized grouped expert MLP: ``down(silu(gate(x)) * up(x))`` per block
 of routed tokens, with the weights dequantized inside the kernel.
 
-Two kernels per tier, the structure of vLLM's fused MoE:
-- ``_w13_kernel``: for one expert block and one tile of the intermediate dimension,
-  gate and up GEMMs over the hidden dimension, then SiLU·mul, into an intermediate
-  cache row per block slot;
-- ``_w2_kernel``: the down GEMM of that cache, times the routing weight, atomically
-  added (fp32) into the token's output row, which both tiers share.
+Kernels, the structure of vLLM's fused MoE:
+- ``_w13_kernel``: for one expert block, one tile of the intermediate dimension and one
+  slice of the hidden dimension (split-K), the gate and up GEMMs. Without split-K it
+  finishes SiLU·mul itself and writes the intermediate cache; with split-K it adds its
+  fp32 partial sums into a gate/up buffer and ``_act_kernel`` finishes them.
+- ``_w2_kernel``: the down GEMM of the cache times the routing weight, atomically added
+  (fp32) into the token's output row, which both tiers share (split-K is free here).
 
-Weights are read in the checkpoint's own packing — no repacked copy, so loading costs
-no extra memory or time. Measured on the H200 (bench/results/bench_moe_h200.json) this
-path is far slower than vLLM's Marlin for the same bytes (prefill 0.07-0.19×): the
-in-register dequantization (8-/16-entry value tables, 256-entry scale tables, reshapes
-of 3-D code tensors) dominates the tensor-core work. Whether a load-time repack into a
-dot-operand-friendly layout wins is the next measurement, not yet made. The tables do let
-one kernel serve any NF3 codebook the checkpoint carries.
+Split-K exists for decode: with one token an expert's gate/up rows alone give too few
+programs to keep enough bytes in flight; slicing K multiplies the programs. The gate/up
+buffer is kept all-zero between calls — ``_act_kernel`` zeroes what it consumed — so no
+step pays for clearing it.
 
-Products are computed as [N-tile × M-tile] = W[N, K] · xᵀ[K, M]: the large weight tile
-is the natural left operand and only the small activation tile is read transposed.
-Under the interpreter (CPU tests) ``DOT_FP32`` makes the dots float32.
+Weights are read in the checkpoint's own packing (no repacked copy, nothing extra at
+load). Dequantization is built for few instructions per weight, the lesson of the first
+H200 measurements (a 3-D code tensor reshaped to [N, K], each packed byte loaded once
+per code it holds, and a per-code scale gather ran 5-10× slower than Marlin):
+- NF3: a 32-code group is 12 bytes = three int32 words, loaded once; its four 24-bit
+  words are cut out with shifts and put in order with ``tl.interleave``; each code is
+  ``(word >> 3p) & 7`` for a compile-time p; the eight code planes of a word are looked
+  up in the codebook (one gather each — fewer instructions than a select tree), scaled
+  and interleaved back into K order.
+- NVFP4 / MXFP4: bytes loaded contiguously (vectorised), low and high nibble looked up,
+  scaled, interleaved.
+- tables are 16-bit (fp16 values and e4m3 scales, bf16 e8m0 scales): 2-byte gathers are
+  not turned into per-element cp.async copies by Triton's software pipeliner, which
+  with 4-byte tables saturated L1/shared memory (ncu, H200: 75 % memory throughput at
+  2 % DRAM). e2m1 may instead be decoded by shifts ("magic" in the tile config).
+- the group scale is decoded once per group and widened to the word/byte tensors by
+  interleaving it with itself (no reshape, no per-code scale load).
+The tile is then one ``tl.dot`` operand (fp16, or bf16 for MXFP4 whose power-of-two
+scales can leave fp16's range). Under the interpreter (CPU tests) the dots are float32.
+
+Products are [N-tile × M-tile] = W[N, K] · xᵀ[K, M]: the large weight tile is the natural
+left operand and only the small activation tile is read transposed.
 """
 import triton
 import triton.language as tl
@@ -29,41 +46,105 @@ FMT_MXFP4 = 2
 
 
 @triton.jit
-def _weight_tile(w_ptr, s_ptr, e, row0, k0, stride_we, stride_wn, stride_se, stride_sn,
-                 val_tab_ptr, scale_tab_ptr,
-                 FMT: tl.constexpr, GROUP: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    """Dequantized float32 weights W[row0:row0+BN, k0:k0+BK] of local expert e
-    (GROUP: weights per scale along K)."""
-    rows = row0 + tl.arange(0, BN)
-    wbase = w_ptr + e.to(tl.int64) * stride_we + rows[:, None].to(tl.int64) * stride_wn
-    if FMT == 0:
-        words = k0 // 8 + tl.arange(0, BK // 8)
-        p = wbase + words[None, :] * 3
-        b0 = tl.load(p).to(tl.int32)
-        b1 = tl.load(p + 1).to(tl.int32)
-        b2 = tl.load(p + 2).to(tl.int32)
-        word = b0 | (b1 << 8) | (b2 << 16)
-        codes = (word[:, :, None] >> (3 * tl.arange(0, 8))[None, None, :]) & 7
+def _widen(s, TIMES: tl.constexpr):
+    """[R, C] → [R, C·TIMES], each column repeated TIMES (a power of two ≤ 16) times."""
+    if TIMES >= 2:
+        s = tl.interleave(s, s)
+    if TIMES >= 4:
+        s = tl.interleave(s, s)
+    if TIMES >= 8:
+        s = tl.interleave(s, s)
+    if TIMES >= 16:
+        s = tl.interleave(s, s)
+    return s
+
+
+@triton.jit
+def _nf3_tile(w_ptr, s_ptr, e, row0, k0, stride_we, stride_wn, stride_se, stride_sn, vtab_ptr, stab_ptr,
+              BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr):
+    """Dequantized W[row0:row0+BN, k0:k0+BK] (dtype DT) of NF3 expert e; ``w_ptr`` is the
+    packed tensor viewed as int32 (strides in words)."""
+    G: tl.constexpr = BK // 32
+    rows = (row0 + tl.arange(0, BN)).to(tl.int64)
+    grp = k0 // 32 + tl.arange(0, G)
+    p = w_ptr + e.to(tl.int64) * stride_we + rows[:, None] * stride_wn + grp[None, :] * 3
+    d0 = tl.load(p)
+    d1 = tl.load(p + 1)
+    d2 = tl.load(p + 2)
+    # the group is one little-endian 96-bit number; its 24-bit words, in order
+    w0 = d0 & 0xFFFFFF
+    w1 = ((d0 >> 24) & 0xFF) | ((d1 & 0xFFFF) << 8)
+    w2 = ((d1 >> 16) & 0xFFFF) | ((d2 & 0xFF) << 16)
+    w3 = (d2 >> 8) & 0xFFFFFF
+    words = tl.interleave(tl.interleave(w0, w2), tl.interleave(w1, w3))  # [BN, 4G]
+    sbits = tl.load(s_ptr + e.to(tl.int64) * stride_se + rows[:, None] * stride_sn + grp[None, :])
+    s = _widen(tl.load(stab_ptr + sbits.to(tl.int32)).to(DT), 4)  # [BN, 4G]: each word's group scale
+    v0 = tl.load(vtab_ptr + (words & 7)).to(DT) * s
+    v1 = tl.load(vtab_ptr + ((words >> 3) & 7)).to(DT) * s
+    v2 = tl.load(vtab_ptr + ((words >> 6) & 7)).to(DT) * s
+    v3 = tl.load(vtab_ptr + ((words >> 9) & 7)).to(DT) * s
+    v4 = tl.load(vtab_ptr + ((words >> 12) & 7)).to(DT) * s
+    v5 = tl.load(vtab_ptr + ((words >> 15) & 7)).to(DT) * s
+    v6 = tl.load(vtab_ptr + ((words >> 18) & 7)).to(DT) * s
+    v7 = tl.load(vtab_ptr + ((words >> 21) & 7)).to(DT) * s
+    # code p of word w belongs at column 8w + p
+    even = tl.interleave(tl.interleave(v0, v4), tl.interleave(v2, v6))
+    odd = tl.interleave(tl.interleave(v1, v5), tl.interleave(v3, v7))
+    return tl.interleave(even, odd)
+
+
+@triton.jit
+def _fp4_tile(w_ptr, s_ptr, e, row0, k0, stride_we, stride_wn, stride_se, stride_sn, vtab_ptr, stab_ptr,
+              GROUP: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, MAGIC: tl.constexpr):
+    """Dequantized W[row0:row0+BN, k0:k0+BK] (dtype DT) of e2m1 expert e (two codes per
+    byte, even column in the low nibble; one scale per GROUP columns)."""
+    rows = (row0 + tl.arange(0, BN)).to(tl.int64)
+    byte = tl.load(w_ptr + e.to(tl.int64) * stride_we + rows[:, None] * stride_wn
+                   + (k0 // 2 + tl.arange(0, BK // 2))[None, :]).to(tl.int32)
+    grp = k0 // GROUP + tl.arange(0, BK // GROUP)
+    sbits = tl.load(s_ptr + e.to(tl.int64) * stride_se + rows[:, None] * stride_sn + grp[None, :])
+    sv = tl.load(stab_ptr + sbits.to(tl.int32))
+    if MAGIC:
+        # e2m1 → fp16 bits by shifts (sign; exponent and mantissa under fp16's): the value
+        # times 2**-14, put back through the fp32 scale
+        s = _widen(sv.to(tl.float32) * 16384.0, GROUP // 2)  # [BN, BK/2]
+        lo = (((byte & 8) << 12) | ((byte & 7) << 9)).to(tl.int16).to(tl.float16, bitcast=True)
+        hi = (((byte & 0x80) << 8) | ((byte & 0x70) << 5)).to(tl.int16).to(tl.float16, bitcast=True)
+        lo = (lo.to(tl.float32) * s).to(DT)
+        hi = (hi.to(tl.float32) * s).to(DT)
     else:
-        nib = k0 // 2 + tl.arange(0, BK // 2)
-        byte = tl.load(wbase + nib[None, :]).to(tl.int32)
-        codes = (byte[:, :, None] >> (4 * tl.arange(0, 2))[None, None, :]) & 15
-    codes = tl.reshape(codes, (BN, BK))
-    vals = tl.load(val_tab_ptr + codes)
-    groups = k0 // GROUP + tl.arange(0, BK // GROUP)
-    sbits = tl.load(s_ptr + e.to(tl.int64) * stride_se + rows[:, None].to(tl.int64) * stride_sn + groups[None, :])
-    scale = tl.load(scale_tab_ptr + sbits.to(tl.int32))
-    scale = tl.reshape(tl.broadcast_to(scale[:, :, None], (BN, BK // GROUP, GROUP)), (BN, BK))
-    return vals * scale
+        s = _widen(sv.to(DT), GROUP // 2)  # [BN, BK/2]
+        lo = tl.load(vtab_ptr + (byte & 15)).to(DT) * s
+        hi = tl.load(vtab_ptr + ((byte >> 4) & 15)).to(DT) * s
+    return tl.interleave(lo, hi)
+
+
+@triton.jit
+def _weight_tile(w_ptr, s_ptr, e, row0, k0, stride_we, stride_wn, stride_se, stride_sn, vtab_ptr, stab_ptr,
+                 FMT: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, MAGIC: tl.constexpr):
+    if FMT == 0:
+        return _nf3_tile(w_ptr, s_ptr, e, row0, k0, stride_we, stride_wn, stride_se, stride_sn, vtab_ptr, stab_ptr,
+                         BN, BK, DT)
+    else:
+        return _fp4_tile(w_ptr, s_ptr, e, row0, k0, stride_we, stride_wn, stride_se, stride_sn, vtab_ptr, stab_ptr,
+                         16 if FMT == 1 else 32, BN, BK, DT, MAGIC)
+
+
+def _dot_dtype(fmt: int, dot_fp32: bool):
+    """fp16 operands: dequantized NF3/NVFP4 values keep 11 mantissa bits instead of bf16's
+    8; MXFP4's power-of-two scales need bf16's range; fp32 under the interpreter."""
+    if dot_fp32:
+        return tl.float32
+    return tl.bfloat16 if fmt == FMT_MXFP4 else tl.float16
 
 
 @triton.jit(do_not_specialize=["P", "topk"])
 def _w13_kernel(
-    x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw_ptr, inter_ptr, stride_im,
+    x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw_ptr, inter_ptr, stride_im, gu_ptr, stride_gu,
     val_tab_ptr, scale_tab_ptr, P, topk, K, I,
     stride_we, stride_wn, stride_se, stride_sn,
-    FMT: tl.constexpr, GROUP: tl.constexpr, HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr,
-    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DOT_FP32: tl.constexpr,
+    FMT: tl.constexpr, HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr, SPLIT: tl.constexpr,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, MAGIC: tl.constexpr,
 ):
     b = tl.program_id(0)
     j = tl.program_id(1)
@@ -73,36 +154,62 @@ def _w13_kernel(
     pairs = tl.load(sorted_ptr + b * BM + tl.arange(0, BM))
     valid = pairs < P
     tok = tl.where(valid, pairs // topk, 0).to(tl.int64)
+    k_len = K // SPLIT
+    k_beg = tl.program_id(2) * k_len
     acc_g = tl.zeros([BN, BM], dtype=tl.float32)
     acc_u = tl.zeros([BN, BM], dtype=tl.float32)
-    for k0 in range(0, K, BK):
+    for k0 in range(k_beg, k_beg + k_len, BK):
         kk = k0 + tl.arange(0, BK)
-        xt = tl.load(x_ptr + tok[None, :] * stride_xm + kk[:, None], mask=valid[None, :], other=0.0)
+        xt = tl.load(x_ptr + tok[None, :] * stride_xm + kk[:, None], mask=valid[None, :], other=0.0).to(DT)
         wg = _weight_tile(w_ptr, s_ptr, e, j * BN, k0, stride_we, stride_wn, stride_se, stride_sn,
-                          val_tab_ptr, scale_tab_ptr, FMT, GROUP, BN, BK)
+                          val_tab_ptr, scale_tab_ptr, FMT, BN, BK, DT, MAGIC)
+        acc_g += tl.dot(wg, xt)
         wu = _weight_tile(w_ptr, s_ptr, e, I + j * BN, k0, stride_we, stride_wn, stride_se, stride_sn,
-                          val_tab_ptr, scale_tab_ptr, FMT, GROUP, BN, BK)
-        if DOT_FP32:
-            xf = xt.to(tl.float32)
-            acc_g += tl.dot(wg, xf)
-            acc_u += tl.dot(wu, xf)
-        else:
-            # fp16 operands: dequantized NF3/FP4 values keep 11 mantissa bits instead of
-            # bf16's 8 (post-norm activations are far inside fp16's range)
-            xh = xt.to(tl.float16)
-            acc_g += tl.dot(wg.to(tl.float16), xh)
-            acc_u += tl.dot(wu.to(tl.float16), xh)
-    if HAS_S2:
-        acc_g *= tl.load(s2_ptr + e * 2)
-        acc_u *= tl.load(s2_ptr + e * 2 + 1)
-    if WEIGHT_ON_INPUT:
-        rw = tl.load(tw_ptr + pairs, mask=valid, other=0.0).to(tl.float32)
-        acc_g *= rw[None, :]
-        acc_u *= rw[None, :]
-    h = acc_g * tl.sigmoid(acc_g) * acc_u
+                          val_tab_ptr, scale_tab_ptr, FMT, BN, BK, DT, MAGIC)
+        acc_u += tl.dot(wu, xt)
     cols = j * BN + tl.arange(0, BN)
     slots = (b * BM + tl.arange(0, BM)).to(tl.int64)
-    tl.store(inter_ptr + slots[None, :] * stride_im + cols[:, None], h.to(inter_ptr.dtype.element_ty))
+    if SPLIT == 1:
+        if HAS_S2:
+            acc_g *= tl.load(s2_ptr + e * 2)
+            acc_u *= tl.load(s2_ptr + e * 2 + 1)
+        if WEIGHT_ON_INPUT:
+            rw = tl.load(tw_ptr + pairs, mask=valid, other=0.0).to(tl.float32)
+            acc_g *= rw[None, :]
+            acc_u *= rw[None, :]
+        h = acc_g * tl.sigmoid(acc_g) * acc_u
+        tl.store(inter_ptr + slots[None, :] * stride_im + cols[:, None], h.to(inter_ptr.dtype.element_ty))
+    else:
+        gp = gu_ptr + slots[None, :] * stride_gu + cols[:, None]
+        tl.atomic_add(gp, acc_g, mask=valid[None, :], sem="relaxed")
+        tl.atomic_add(gp + I, acc_u, mask=valid[None, :], sem="relaxed")
+
+
+@triton.jit(do_not_specialize=["P"])
+def _act_kernel(gu_ptr, stride_gu, inter_ptr, stride_im, s2_ptr, sorted_ptr, bexp_ptr, tw_ptr, P, I,
+                HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr, BM: tl.constexpr, BI: tl.constexpr):
+    """SiLU·mul of split-K gate/up sums; leaves the consumed buffer rows zero again."""
+    b = tl.program_id(0)
+    e = tl.load(bexp_ptr + b)
+    if e < 0:
+        return
+    slots = (b * BM + tl.arange(0, BM)).to(tl.int64)
+    cols = tl.program_id(1) * BI + tl.arange(0, BI)
+    gp = gu_ptr + slots[:, None] * stride_gu + cols[None, :]
+    g = tl.load(gp)
+    u = tl.load(gp + I)
+    if HAS_S2:
+        g *= tl.load(s2_ptr + e * 2)
+        u *= tl.load(s2_ptr + e * 2 + 1)
+    if WEIGHT_ON_INPUT:
+        pairs = tl.load(sorted_ptr + slots)
+        rw = tl.load(tw_ptr + pairs, mask=pairs < P, other=0.0).to(tl.float32)
+        g *= rw[:, None]
+        u *= rw[:, None]
+    tl.store(inter_ptr + slots[:, None] * stride_im + cols[None, :], (g * tl.sigmoid(g) * u).to(inter_ptr.dtype.element_ty))
+    zero = tl.zeros([BM, BI], dtype=tl.float32)
+    tl.store(gp, zero)
+    tl.store(gp + I, zero)
 
 
 @triton.jit(do_not_specialize=["P", "topk"])
@@ -110,8 +217,8 @@ def _w2_kernel(
     inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw_ptr, out_ptr, stride_om,
     val_tab_ptr, scale_tab_ptr, P, topk, K,
     stride_we, stride_wn, stride_se, stride_sn,
-    FMT: tl.constexpr, GROUP: tl.constexpr, HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr,
-    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DOT_FP32: tl.constexpr,
+    FMT: tl.constexpr, HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr, SPLIT: tl.constexpr,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, MAGIC: tl.constexpr,
 ):
     b = tl.program_id(0)
     j = tl.program_id(1)
@@ -121,16 +228,15 @@ def _w2_kernel(
     pairs = tl.load(sorted_ptr + b * BM + tl.arange(0, BM))
     valid = pairs < P
     slots = (b * BM + tl.arange(0, BM)).to(tl.int64)
+    k_len = K // SPLIT
+    k_beg = tl.program_id(2) * k_len
     acc = tl.zeros([BN, BM], dtype=tl.float32)
-    for k0 in range(0, K, BK):
+    for k0 in range(k_beg, k_beg + k_len, BK):
         kk = k0 + tl.arange(0, BK)
-        ht = tl.load(inter_ptr + slots[None, :] * stride_im + kk[:, None])
+        ht = tl.load(inter_ptr + slots[None, :] * stride_im + kk[:, None]).to(DT)
         w = _weight_tile(w_ptr, s_ptr, e, j * BN, k0, stride_we, stride_wn, stride_se, stride_sn,
-                         val_tab_ptr, scale_tab_ptr, FMT, GROUP, BN, BK)
-        if DOT_FP32:
-            acc += tl.dot(w, ht.to(tl.float32))
-        else:
-            acc += tl.dot(w.to(tl.float16), ht.to(tl.float16))
+                         val_tab_ptr, scale_tab_ptr, FMT, BN, BK, DT, MAGIC)
+        acc += tl.dot(w, ht)
     if HAS_S2:
         acc *= tl.load(s2_ptr + e)
     if not WEIGHT_ON_INPUT:
@@ -138,32 +244,71 @@ def _w2_kernel(
         acc *= rw[None, :]
     tok = tl.where(valid, pairs // topk, 0).to(tl.int64)
     cols = j * BN + tl.arange(0, BN)
-    tl.atomic_add(out_ptr + tok[None, :] * stride_om + cols[:, None], acc, mask=valid[None, :])
+    tl.atomic_add(out_ptr + tok[None, :] * stride_om + cols[:, None], acc, mask=valid[None, :], sem="relaxed")
 
 
-def launch_w13(x, w, s, s2, sorted_ids, block_expert, topk_weights, inter, val_tab, scale_tab,
+def magic_scale_table(fmt: int, cfg: dict) -> bool:
+    """Whether e2m1 codes are decoded by shifts rather than looked up; chosen per batch
+    class by the benchmark's sweep."""
+    return fmt != FMT_NF3 and bool(cfg.get("magic", 0))
+
+
+def _split(k: int, bk: int, want: int) -> int:
+    """The largest split ≤ want that leaves every slice a whole number of BK tiles."""
+    s = max(1, want)
+    while s > 1 and k % (s * bk):
+        s -= 1
+    return s
+
+
+def _packed(w, fmt):
+    """NF3 weights are read as int32 words (a 12-byte group is three words)."""
+    import torch
+
+    return w.view(torch.int32) if fmt == FMT_NF3 else w
+
+
+def launch_w13(x, w, s, s2, sorted_ids, block_expert, topk_weights, inter, gate_up, val_tab, scale_tab,
                num_pairs, topk, inter_size, fmt, weight_on_input, cfg, dot_fp32):
+    """``gate_up``: the all-zero fp32 split-K buffer [slots ≥ sorted_ids, 2·I] (used when the
+    config splits K; left all-zero again)."""
     K = x.shape[1]
-    grid = (block_expert.numel(), inter_size // cfg["BN13"])
-    _w13_kernel[grid](
-        x, x.stride(0), w, s, s2 if s2 is not None else w, sorted_ids, block_expert, topk_weights, inter, inter.stride(0),
+    bk = min(cfg["BK13"], K)
+    split = _split(K, bk, cfg.get("SPLIT13", 1))
+    if split > 1 and gate_up.shape[0] < sorted_ids.numel():
+        raise ValueError(f"split-K gate/up buffer holds {gate_up.shape[0]} slots, this call routes "
+                         f"{sorted_ids.numel()}")
+    wp = _packed(w, fmt)
+    blocks = block_expert.numel()
+    _w13_kernel[(blocks, inter_size // cfg["BN13"], split)](
+        x, x.stride(0), wp, s, s2 if s2 is not None else s, sorted_ids, block_expert, topk_weights,
+        inter, inter.stride(0), gate_up, gate_up.stride(0),
         val_tab, scale_tab, num_pairs, topk, K, inter_size,
-        w.stride(0), w.stride(1), s.stride(0), s.stride(1),
-        FMT=fmt, GROUP=16 if fmt == FMT_NVFP4 else 32, HAS_S2=s2 is not None, WEIGHT_ON_INPUT=weight_on_input,
-        BM=cfg["BM"], BN=cfg["BN13"], BK=min(cfg["BK13"], K), DOT_FP32=dot_fp32,
+        wp.stride(0), wp.stride(1), s.stride(0), s.stride(1),
+        FMT=fmt, HAS_S2=s2 is not None, WEIGHT_ON_INPUT=weight_on_input, SPLIT=split,
+        BM=cfg["BM"], BN=cfg["BN13"], BK=bk, DT=_dot_dtype(fmt, dot_fp32), MAGIC=magic_scale_table(fmt, cfg),
         num_warps=cfg["warps"], num_stages=cfg["stages"],
     )
+    if split > 1:
+        bi = min(128, inter_size)
+        _act_kernel[(blocks, inter_size // bi)](
+            gate_up, gate_up.stride(0), inter, inter.stride(0), s2 if s2 is not None else s, sorted_ids,
+            block_expert, topk_weights, num_pairs, inter_size,
+            HAS_S2=s2 is not None, WEIGHT_ON_INPUT=weight_on_input, BM=cfg["BM"], BI=bi, num_warps=4,
+        )
 
 
 def launch_w2(inter, w, s, s2, sorted_ids, block_expert, topk_weights, out, val_tab, scale_tab,
               num_pairs, topk, inter_size, fmt, weight_on_input, cfg, dot_fp32):
     N = out.shape[1]
-    grid = (block_expert.numel(), N // cfg["BN2"])
-    _w2_kernel[grid](
-        inter, inter.stride(0), w, s, s2 if s2 is not None else w, sorted_ids, block_expert, topk_weights,
+    bk = min(cfg["BK2"], inter_size)
+    split = _split(inter_size, bk, cfg.get("SPLIT2", 1))
+    wp = _packed(w, fmt)
+    _w2_kernel[(block_expert.numel(), N // cfg["BN2"], split)](
+        inter, inter.stride(0), wp, s, s2 if s2 is not None else s, sorted_ids, block_expert, topk_weights,
         out, out.stride(0), val_tab, scale_tab, num_pairs, topk, inter_size,
-        w.stride(0), w.stride(1), s.stride(0), s.stride(1),
-        FMT=fmt, GROUP=16 if fmt == FMT_NVFP4 else 32, HAS_S2=s2 is not None, WEIGHT_ON_INPUT=weight_on_input,
-        BM=cfg["BM"], BN=cfg["BN2"], BK=min(cfg["BK2"], inter_size), DOT_FP32=dot_fp32,
+        wp.stride(0), wp.stride(1), s.stride(0), s.stride(1),
+        FMT=fmt, HAS_S2=s2 is not None, WEIGHT_ON_INPUT=weight_on_input, SPLIT=split,
+        BM=cfg["BM"], BN=cfg["BN2"], BK=bk, DT=_dot_dtype(fmt, dot_fp32), MAGIC=magic_scale_table(fmt, cfg),
         num_warps=cfg["warps"], num_stages=cfg["stages"],
     )
