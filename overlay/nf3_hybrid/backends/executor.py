@@ -49,6 +49,12 @@ class LayerExecutor:
             w = torch.full((m, topk), 1.0 / topk, device=dev)
             self.forward(torch.zeros((m, self.hidden), dtype=dtype, device=dev), w, ids)
 
+    def can_mark(self, m: int) -> bool:
+        """Whether a call of m tokens records all four profiling marks: the fused path
+        does in a single grouped pass only (not the per-pair decode path, nor a batch above
+        the scratch's chunk such as vLLM's memory-profiling dummy batch)."""
+        return not self.fused or GEMV_TOKENS < m <= self.triton[0].ws.chunk
+
     def forward(self, x: torch.Tensor, topk_weights: torch.Tensor, topk_ids: torch.Tensor,
                 weights_on_input: bool = False, marks=None) -> torch.Tensor:
         """``marks``: four CUDA events (HYBRID_PROFILE) recorded at the start, after

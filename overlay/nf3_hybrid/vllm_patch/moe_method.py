@@ -237,7 +237,7 @@ class HybridNvFp4FusedMoE(FusedMoEMethodBase):
         big = x.shape[0] > _PROFILE_TOKENS and not _capturing()
         if big and self._capture is not None:
             self._capture.add(self._layer_idx, self._layer_name, x, topk_ids)
-        if big and self._profile:
+        if big and self._profile and self.executor.can_mark(x.shape[0]):
             prof = _profiler_instance()
             out = self.executor.forward(x, topk_weights, topk_ids, on_input, prof.marks(self._layer_name, x.shape[0]))
             prof.tick()
