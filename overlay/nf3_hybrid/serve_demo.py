@@ -7,10 +7,14 @@ like in any other vLLM process.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 
 def serve_and_compare(src, hybrid, token_seqs, build: Path, topn: int = 20):
+    # the demo has touched CUDA in this process already: vLLM's engine must be spawned,
+    # not forked (a forked child cannot re-initialise CUDA; seen on the H200)
+    os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
     from vllm import LLM, SamplingParams
 
     from .checkpoint.reference import load_hf, logprobs, topn_agreement, write_dequantized
