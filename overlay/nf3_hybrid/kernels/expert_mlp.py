@@ -15,22 +15,22 @@ buffer is kept all-zero between calls — ``_act_kernel`` zeroes what it consume
 step pays for clearing it.
 
 Weights are read in the checkpoint's own packing (no repacked copy, nothing extra at
-load). Dequantization is built for few instructions per weight, the lesson of the first
-H200 measurements (a 3-D code tensor reshaped to [N, K], each packed byte loaded once
-per code it holds, and a per-code scale gather ran 5-10× slower than Marlin):
+load). Dequantization, and what the H200 measurements taught:
 - NF3: a 32-code group is 12 bytes = three int32 words, loaded once; its four 24-bit
   words are cut out with shifts and put in order with ``tl.interleave``; each code is
-  ``(word >> 3p) & 7`` for a compile-time p; the eight code planes of a word are looked
-  up in the codebook (one gather each — fewer instructions than a select tree), scaled
-  and interleaved back into K order.
-- NVFP4 / MXFP4: bytes loaded contiguously (vectorised), low and high nibble looked up,
-  scaled, interleaved.
-- tables are 16-bit (fp16 values and e4m3 scales, bf16 e8m0 scales): 2-byte gathers are
-  not turned into per-element cp.async copies by Triton's software pipeliner, which
-  with 4-byte tables saturated L1/shared memory (ncu, H200: 75 % memory throughput at
-  2 % DRAM). e2m1 may instead be decoded by shifts ("magic" in the tile config).
-- the group scale is decoded once per group and widened to the word/byte tensors by
-  interleaving it with itself (no reshape, no per-code scale load).
+  ``(word >> 3p) & 7`` for a compile-time p; the eight code planes are looked up in the
+  codebook, scaled and interleaved back into K order.
+- NVFP4 / MXFP4: bytes loaded contiguously (vectorised), low and high nibble looked up
+  (or decoded by shifts: ``magic`` in the tile config, faster for prefill), scaled,
+  interleaved.
+- the group scale is decoded once per group and widened by interleaving it with itself.
+- decode tables are 16-bit (fp16 values and e4m3 scales, bf16 e8m0 scales). With 4-byte
+  tables Triton's software pipeliner turned every per-code gather into an async copy
+  through shared memory (ncu: L1 88 % busy, DRAM 2 %); 2-byte loads are not pipelined.
+  That made prefill 2× faster (GLM-5.2 I=512, 2048 tokens: 10.7 → 5.2 ms), still 0.37×
+  Marlin. Dequantizing into eight code planes with one MMA each (no interleave, no
+  reshape) was measured slower (9.6 ms) and dropped. What remains is in the NF3 tile's
+  layout conversions (37 ``convert_layout``s in its TTGIR) — not solved.
 The tile is then one ``tl.dot`` operand (fp16, or bf16 for MXFP4 whose power-of-two
 scales can leave fp16's range). Under the interpreter (CPU tests) the dots are float32.
 
