@@ -44,8 +44,8 @@ def kernel_config(m: int, interp: bool) -> dict:
         if m <= DECODE_TOKENS:
             return dict(BM=16, BN13=16, BK13=64, SPLIT13=2, BN2=32, BK2=128, SPLIT2=2, warps=4, stages=1)
         return dict(BM=16, BN13=32, BK13=128, BN2=32, BK2=128, warps=4, stages=1)
-    # fastest of the candidates timed by `nf3-hybrid bench --sweep` on the H200
-    # (GLM-5.2 shape, I=512; bench/results/bench_moe_h200.json, "kernel_configs")
+    # fastest of the candidates timed by `nf3-hybrid bench --sweep` on the H200 (GLM-5.2
+    # shape, I=512; bench/results/bench_moe_h200_dev_sweep.json, "kernel_configs")
     if m <= GEMV_TOKENS:
         return dict(BN13=4, BK13=512, BN2=8, BK2=256, warps=2)
     if m <= DECODE_TOKENS:
@@ -167,10 +167,9 @@ class TritonTier(TierBackend):
         if t.num_experts == 0:
             return
         inter = self.ws.inter_cache[: sorted_ids.numel(), : t.inter]
-        gate_up = self.ws.gate_up[:, : 2 * t.inter] if cfg.get("SPLIT13", 1) > 1 else self.ws.gate_up
         dot32 = interpret()
         expert_mlp.launch_w13(x, t.w13, self.w13_scale, t.w13_scale_2, sorted_ids, block_expert, tw, inter,
-                              gate_up, self.values, self.scales, num_pairs, topk, t.inter, self.fmt, on_input, cfg, dot32)
+                              self.ws.gate_up, self.values, self.scales, num_pairs, topk, t.inter, self.fmt, on_input, cfg, dot32)
         expert_mlp.launch_w2(inter, t.w2, self.w2_scale, t.w2_scale_2, sorted_ids, block_expert, tw, out,
                              self.values, self.scales, num_pairs, topk, t.inter, self.fmt, on_input, cfg, dot32)
 
