@@ -28,6 +28,7 @@ KEPT_FORMATS = (KEPT_NVFP4, KEPT_MXFP4)
 BIT_MAP_KEY = "hybrid_bit_map"
 KEPT_FORMAT_KEY = "kept_format"
 CODEBOOK_KEY = "nf3_codebook"
+MXFP8_MODULES_KEY = "hybrid_mxfp8_modules"
 HYBRID_KEYS = (BIT_MAP_KEY, KEPT_FORMAT_KEY, CODEBOOK_KEY)
 
 _LAYER_RE = re.compile(r"(?:^|\.)layers\.(\d+)(?:\.|$)")
@@ -86,6 +87,8 @@ class HybridSpec:
     bit_map: Mapping[int, LayerPlan]
     kept_format: str = KEPT_NVFP4
     nf3_codebook: Tuple[float, ...] = CODEBOOK
+    # non-expert linear modules stored as MXFP8 rev-3 (checkpoint names, without .weight)
+    mxfp8_modules: Tuple[str, ...] = ()
 
     def plan_for(self, layer: int, num_experts: int) -> LayerPlan:
         """The layer's plan; layers absent from the map (e.g. MTP) are all kept.
@@ -194,4 +197,7 @@ def parse_hybrid_spec(quant_config: Optional[Mapping], num_experts: Optional[int
         codebook = validate_codebook(section.get(CODEBOOK_KEY))
     except ValueError as exc:
         raise HybridConfigError(str(exc)) from exc
-    return HybridSpec(plans, kept_format, codebook)
+    mx = section.get(MXFP8_MODULES_KEY) or []
+    if not isinstance(mx, (list, tuple)) or not all(isinstance(m, str) and m for m in mx):
+        raise HybridConfigError(f"{MXFP8_MODULES_KEY} must be a list of module names, got {mx!r}")
+    return HybridSpec(plans, kept_format, codebook, tuple(mx))

@@ -29,6 +29,7 @@ class Flags:
     tier: str = "both"
     debug: bool = False
     profile: bool = False
+    mxfp8_native: bool = False
     act_capture: str = ""
     act_capture_tokens: int = 32768
     max_tokens: Optional[int] = None
@@ -51,6 +52,9 @@ DOCS = {
     ),
     'profile': (
         "per-tier GPU time of prefill-sized calls (more than 64 tokens) from CUDA events, harvested without host syncs; rank 0 logs ms per layer call per tier and the projected MoE time per forward every 256 profiled calls."
+    ),
+    'mxfp8_native': (
+        "serve the non-expert linears a hybrid checkpoint stores as MXFP8 (rev-3; listed in its hybrid_mxfp8_modules) through vLLM's own ModelOpt MXFP8 linear method instead of dequantizing them to bf16 on load: about half their memory. Not yet run on a GPU (see README)."
     ),
     'act_capture': (
         "directory: rank 0 saves each MoE layer's input activations (fp16) and top-k expert ids for prefill-sized calls, in 8192-token chunks, for `nf3-hybrid quantize --gptq`; a failed write (full disk) stops the capture with one message, serving continues."
@@ -75,6 +79,7 @@ ENV_NAMES = {
     "tier": "HYBRID_TIER",
     "debug": "HYBRID_DEBUG",
     "profile": "HYBRID_PROFILE",
+    "mxfp8_native": "HYBRID_MXFP8_NATIVE",
     "act_capture": "HYBRID_ACT_CAPTURE",
     "act_capture_tokens": "HYBRID_ACT_CAPTURE_TOKENS",
     "max_tokens": "HYBRID_MAX_TOKENS",

@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Sequence
 import torch
 from tqdm.auto import tqdm
 
-from ..bitmap import BIT_MAP_KEY, CODEBOOK_KEY, KEPT_FORMAT_KEY, KEPT_MXFP4, KEPT_NVFP4
+from ..bitmap import BIT_MAP_KEY, CODEBOOK_KEY, KEPT_FORMAT_KEY, KEPT_MXFP4, KEPT_NVFP4, MXFP8_MODULES_KEY
 from ..formats import fp8, nf3
 from . import names as N
 from . import saliency, tiers
@@ -158,7 +158,8 @@ def _non_expert_tensors(name: str, t: torch.Tensor, mode: str, notes: List[str])
     return [(name, q), (base + fp8.REV3_SCALE_SUFFIX, s)]
 
 
-def _quant_config(opts: MakerOptions, exclude: List[str], bit_map: Dict[int, List[int]]) -> dict:
+def _quant_config(opts: MakerOptions, exclude: List[str], bit_map: Dict[int, List[int]],
+                  mxfp8_modules: List[str]) -> dict:
     qc = {
         "quant_method": "modelopt",
         "quant_algo": "NVFP4",
@@ -181,6 +182,9 @@ def _quant_config(opts: MakerOptions, exclude: List[str], bit_map: Dict[int, Lis
             qc[KEPT_FORMAT_KEY] = opts.kept_format
         if opts.nf3_codebook is not None and tuple(opts.nf3_codebook) != nf3.CODEBOOK:
             qc[CODEBOOK_KEY] = list(opts.nf3_codebook)
+        if mxfp8_modules:
+            # which non-expert linears are MXFP8: HYBRID_MXFP8_NATIVE serves exactly these
+            qc[MXFP8_MODULES_KEY] = sorted(mxfp8_modules)
     return qc
 
 
@@ -220,6 +224,7 @@ def make_hybrid_checkpoint(src, out, opts: Optional[MakerOptions] = None) -> Mak
     notes: List[str] = []
     bit_map: Dict[int, List[int]] = {}
     exclude: set = set()
+    mxfp8_modules: List[str] = []
     underflow_num = underflow_den = 0
     gptq_report: Dict[int, dict] = {}
     by_layer: Dict[Optional[int], List[str]] = defaultdict(list)
@@ -228,9 +233,15 @@ def make_hybrid_checkpoint(src, out, opts: Optional[MakerOptions] = None) -> Mak
     all_layers = sorted(set(index.layers) | {l for l in by_layer if l is not None})
     try:
         bar = tqdm(total=len(all_layers), desc="quantizing layers", unit="layer", disable=not opts.progress)
+
+        def add_non_expert(name, t):
+            for n_, tt in _non_expert_tensors(name, t, opts.non_expert, notes):
+                writer.add(n_, tt)
+                if opts.non_expert == "mxfp8" and n_.endswith(fp8.REV3_SCALE_SUFFIX):
+                    mxfp8_modules.append(n_[: -len(fp8.REV3_SCALE_SUFFIX)])
+
         for name in sorted(by_layer.get(None, [])):
-            for n_, t in _non_expert_tensors(name, reader.get(name), opts.non_expert, notes):
-                writer.add(n_, t)
+            add_non_expert(name, reader.get(name))
         if "lm_head.weight" in reader:
             exclude.add("lm_head")
         for layer in all_layers:
@@ -240,8 +251,7 @@ def make_hybrid_checkpoint(src, out, opts: Optional[MakerOptions] = None) -> Mak
                     exclude.add(N.exclude_pattern(name))
                 elif N.router_layer(name) is not None:
                     exclude.add(N.router_layer_pattern(name))
-                for n_, tt in _non_expert_tensors(name, t, opts.non_expert, notes):
-                    writer.add(n_, tt)
+                add_non_expert(name, t)
             if layer in index.layers:
                 u_num, u_den = _write_moe_layer(reader, writer, index, layer, layer in mtp_layers, opts, calib,
                                                 bit_map, gptq_report)
@@ -251,7 +261,7 @@ def make_hybrid_checkpoint(src, out, opts: Optional[MakerOptions] = None) -> Mak
         bar.close()
         written = writer.finish()
         new_cfg = dict(cfg)
-        qc = _quant_config(opts, sorted(exclude), bit_map)
+        qc = _quant_config(opts, sorted(exclude), bit_map, mxfp8_modules)
         if opts.config_layout == "config":
             new_cfg["quantization_config"] = qc
         else:

@@ -53,11 +53,21 @@ def _warn_unused_flags():
 
     f = flags.current()
     used = [name for name, on in (("HYBRID_TIER", f.tier != "both"), ("HYBRID_DEBUG", f.debug),
-                                  ("HYBRID_PROFILE", f.profile), ("HYBRID_ACT_CAPTURE", bool(f.act_capture))) if on]
-    if used and not _warned:
-        _warned.append(True)
+                                  ("HYBRID_PROFILE", f.profile), ("HYBRID_ACT_CAPTURE", bool(f.act_capture)),
+                                  ("HYBRID_MXFP8_NATIVE", f.mxfp8_native)) if on]
+    if used and "flags" not in _warned:
+        _warned.append("flags")
         logger.warning("nf3-hybrid: %s set, but this checkpoint has no hybrid_bit_map: vLLM runs stock and "
                        "the flag(s) do nothing", ", ".join(used))
+
+
+def _warn_mxfp8_flag_unused(spec: HybridSpec):
+    from .. import flags
+
+    if flags.current().mxfp8_native and not spec.mxfp8_modules and "mxfp8" not in _warned:
+        _warned.append("mxfp8")
+        logger.warning("nf3-hybrid: HYBRID_MXFP8_NATIVE=1, but this checkpoint lists no MXFP8 non-expert linears "
+                       "(hybrid_mxfp8_modules): the flag does nothing")
 
 
 def patch_from_config(cfg_cls) -> None:
@@ -74,6 +84,7 @@ def patch_from_config(cfg_cls) -> None:
             _warn_unused_flags()
         else:
             _check_tp_split(spec)
+            _warn_mxfp8_flag_unused(spec)
             logger.info(
                 "nf3-hybrid: hybrid checkpoint, %d MoE layers in hybrid_bit_map, kept tier %s",
                 len(spec.bit_map), spec.kept_format)
@@ -81,3 +92,49 @@ def patch_from_config(cfg_cls) -> None:
 
     from_config._nf3_hybrid = True
     cfg_cls.from_config = classmethod(from_config)
+    patch_mxfp8_linears(cfg_cls)
+
+
+def native_mxfp8_modules(spec: Optional[HybridSpec]) -> tuple:
+    """The checkpoint's MXFP8 non-expert modules that are served as MXFP8 (empty unless
+    HYBRID_MXFP8_NATIVE is set); everything else fp8 is dequantized on load."""
+    from .. import flags
+
+    if spec is None or not flags.current().mxfp8_native:
+        return ()
+    return spec.mxfp8_modules
+
+
+def patch_mxfp8_linears(cfg_cls) -> None:
+    """HYBRID_MXFP8_NATIVE: the non-expert linears listed in ``hybrid_mxfp8_modules`` get
+    vLLM's own ModelOpt MXFP8 linear method (the one its mixed-precision ModelOpt config
+    uses) instead of the unquantized method their exclude entry would give them."""
+    original = cfg_cls.get_quant_method
+    if getattr(original, "_nf3_hybrid", False):
+        return
+
+    def get_quant_method(self, layer, prefix):
+        modules = native_mxfp8_modules(spec_of(self))
+        if modules:
+            from vllm.model_executor.layers.linear import LinearBase
+            from vllm.model_executor.layers.quantization.utils.quant_utils import is_layer_skipped
+
+            if isinstance(layer, LinearBase) and is_layer_skipped(prefix, list(modules), self.packed_modules_mapping):
+                return _mxfp8_linear_method(self, prefix, len(modules))
+        return original(self, layer, prefix)
+
+    get_quant_method._nf3_hybrid = True
+    cfg_cls.get_quant_method = get_quant_method
+
+
+def _mxfp8_linear_method(nvfp4_config, prefix: str, n_modules: int):
+    from vllm.model_executor.layers.quantization.modelopt import ModelOptMxFp8Config, build_linear_method
+
+    mx = getattr(nvfp4_config, "_nf3_mxfp8_config", None)
+    if mx is None:
+        mx = ModelOptMxFp8Config(is_checkpoint_mxfp8_serialized=True, kv_cache_quant_algo=None, exclude_modules=[])
+        mx.packed_modules_mapping = nvfp4_config.packed_modules_mapping
+        nvfp4_config._nf3_mxfp8_config = mx
+        logger.info("nf3-hybrid: HYBRID_MXFP8_NATIVE: %d non-expert linear modules of the checkpoint are served "
+                    "as MXFP8 through vLLM's ModelOpt MXFP8 linear method", n_modules)
+    return build_linear_method(mx, "MXFP8", prefix)

@@ -13,7 +13,7 @@ CUDA tensors: only a weight or scale waiting for its partner is staged on the CP
 """
 from __future__ import annotations
 
-from typing import Dict, Iterable, Iterator, Tuple
+from typing import Dict, FrozenSet, Iterable, Iterator, Tuple
 
 import torch
 from .log import get_logger
@@ -43,12 +43,15 @@ def _dequant(weight, kind, scale, dtype):
 
 
 def dequantize_non_experts(weights: Iterable[Tuple[str, torch.Tensor]], dtype=torch.bfloat16,
-                           stats: Dict[str, int] = None) -> Iterator[Tuple[str, torch.Tensor]]:
+                           stats: Dict[str, int] = None,
+                           keep_mxfp8: FrozenSet[str] = frozenset()) -> Iterator[Tuple[str, torch.Tensor]]:
+    """``keep_mxfp8``: modules served as MXFP8 (HYBRID_MXFP8_NATIVE): their weight and
+    scale pass through as stored."""
     stats = stats if stats is not None else {}
     waiting_w: Dict[str, torch.Tensor] = {}
     waiting_s: Dict[str, Tuple[str, torch.Tensor]] = {}
     for name, t in weights:
-        if parse_expert(name) is not None:
+        if parse_expert(name) is not None or (keep_mxfp8 and name.rsplit(".", 1)[0] in keep_mxfp8):
             yield name, t
             continue
         if name.endswith(fp8.REV2_SCALE_SUFFIX):
@@ -86,10 +89,12 @@ def dequantize_non_experts(weights: Iterable[Tuple[str, torch.Tensor]], dtype=to
         yield base + fp8.REV3_SCALE_SUFFIX, s
 
 
-def _is_hybrid_model(model: torch.nn.Module) -> bool:
+def _hybrid_method(model: torch.nn.Module):
+    """The model's first hybrid MoE method (None: not a hybrid model)."""
     from .moe_method import HybridNvFp4FusedMoE
 
-    return any(isinstance(getattr(m, "quant_method", None), HybridNvFp4FusedMoE) for m in model.modules())
+    return next((m.quant_method for m in model.modules()
+                 if isinstance(getattr(m, "quant_method", None), HybridNvFp4FusedMoE)), None)
 
 
 def patch_default_loader():
@@ -100,10 +105,14 @@ def patch_default_loader():
         return
 
     def get_all_weights(self, model_config, model):
+        from .config import native_mxfp8_modules
+
         weights = original(self, model_config, model)
-        if not _is_hybrid_model(model):
+        method = _hybrid_method(model)
+        if method is None:
             return weights
-        return _logged(dequantize_non_experts(weights, model_config.dtype, stats := {}), stats)
+        keep = frozenset(native_mxfp8_modules(method.spec))
+        return _logged(dequantize_non_experts(weights, model_config.dtype, stats := {}, keep), stats)
 
     get_all_weights._nf3_hybrid = True
     get_all_weights.__wrapped__ = original
