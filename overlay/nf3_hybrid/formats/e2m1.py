@@ -55,3 +55,15 @@ def unpack(packed: torch.Tensor) -> torch.Tensor:
     lo = packed & 0xF
     hi = packed >> 4
     return torch.stack([lo, hi], dim=-1).reshape(*packed.shape[:-1], packed.shape[-1] * 2)
+
+
+def clear_zero_signs(packed: torch.Tensor) -> torch.Tensor:
+    """A copy of packed e2m1 bytes with −0 (code 8) written as +0 (code 0): the same
+    values; b12x's kernels expect zeros unsigned (vLLM clears them the same way)."""
+    b = packed.view(torch.uint8)
+    lo_zero = (b & 0x07) == 0
+    hi_zero = (b & 0x70) == 0
+    keep = torch.full_like(b, 0xFF)
+    keep = torch.where(lo_zero, keep & 0xF7, keep)
+    keep = torch.where(hi_zero, keep & 0x7F, keep)
+    return b & keep

@@ -58,3 +58,29 @@ def dequantize(packed: torch.Tensor, scale: torch.Tensor, scale_2, dtype=torch.f
     eff = scale.view(torch.float8_e4m3fn).float() * s2
     out = vals * eff.unsqueeze(-1)
     return out.reshape(*packed.shape[:-1], packed.shape[-1] * 2).to(dtype)
+
+
+def swizzle_scales(scale: torch.Tensor) -> torch.Tensor:
+    """Linear block scales ``[..., rows, cols]`` → the 128×4-tile swizzled layout that
+    CUTLASS-style FP4 kernels (vLLM's ``swizzle_blockscale``, b12x) read:
+    ``[..., rows↑128, cols↑4]``, zero-padded. Inside a tile of 128 rows × 4 columns,
+    row 32·d + c, column e is stored at [c, d, e]; tiles are ordered row-tile-major."""
+    *lead, rows, cols = scale.shape
+    rp, cp = -(-rows // 128) * 128, -(-cols // 4) * 4
+    bits = scale.view(torch.uint8) if scale.element_size() == 1 else scale
+    padded = bits.new_zeros((*lead, rp, cp))
+    padded[..., :rows, :cols] = bits
+    n = len(lead)
+    tiles = padded.reshape(*lead, rp // 128, 4, 32, cp // 4, 4)
+    out = tiles.permute(*range(n), n, n + 3, n + 2, n + 1, n + 4).reshape(*lead, rp, cp)
+    return out.view(scale.dtype) if scale.element_size() == 1 else out
+
+
+def unswizzle_scales(swizzled: torch.Tensor, rows: int, cols: int) -> torch.Tensor:
+    """Inverse of :func:`swizzle_scales` (padding dropped)."""
+    *lead, rp, cp = swizzled.shape
+    bits = swizzled.view(torch.uint8) if swizzled.element_size() == 1 else swizzled
+    n = len(lead)
+    tiles = bits.reshape(*lead, rp // 128, cp // 4, 32, 4, 4)
+    out = tiles.permute(*range(n), n, n + 3, n + 2, n + 1, n + 4).reshape(*lead, rp, cp)[..., :rows, :cols]
+    return out.view(swizzled.dtype) if swizzled.element_size() == 1 else out
