@@ -75,10 +75,20 @@ def test_gate_and_up_scales_that_differ_are_folded_into_one(caplog):
         assert float((got - want).norm() / want.norm()) < 2 ** -4
 
 
-def test_mxfp4_kept_tier_and_non_sm120_are_refused():
+def test_mxfp4_tier_in_the_form_b12x_validates():
+    """No CPU reference for b12x's e8m0 path: its own validator takes our MXFP4 scales
+    ([E, N, K/32] e8m0 bytes), rows in the order the NVFP4 test above pins down."""
+    from b12x.moe._shared.kernels.w4a16.prepare import _validate_e8m0_k32_scales
+
     tier = make_tier("mxfp4_e8m0k32", 2, 128, 64, [0, 1], "cpu", seed=1)
-    with pytest.raises(BackendError, match="serves NVFP4 kept tiers; this checkpoint's kept tier is MXFP4"):
-        b12x_kept.b12x_source(tier)
+    src = b12x_kept.b12x_source(tier)
+    _validate_e8m0_k32_scales(src["w1_blockscale"], rows=128, cols=128, name="w13")
+    _validate_e8m0_k32_scales(src["w2_blockscale"], rows=128, cols=64, name="w2")
+    assert torch.equal(src["w1_blockscale"][:, :64], tier.w13_scale.view(torch.uint8)[:, 64:])  # up first
+    assert torch.equal(src["w1_global_scale"], torch.ones(2))
+
+
+def test_non_sm120_is_refused_by_the_backend_itself():
     nv = make_tier("nvfp4", 2, 128, 64, [0, 1], "cpu", seed=1)
     with pytest.raises(BackendError, match="runs only on SM120/121"):
         b12x_kept.B12xKeptBackend(nv)
@@ -89,6 +99,4 @@ def test_selection_on_sm120_with_this_build():
     c = choose("auto", "fast", sm120, NVFP4, probe=OK)
     assert (c.kept, c.nf3) == ("b12x", "triton")
     c = choose("auto", "fast", sm120, MXFP4, probe=OK)
-    assert c.kept == "triton" and "serves NVFP4 only" in c.reason
-    with pytest.raises(BackendError, match="kept tier is MXFP4"):
-        choose("b12x", "fast", sm120, MXFP4, probe=OK)
+    assert (c.kept, c.nf3) == ("b12x", "triton") and "MXFP4 kept tier through b12x" in c.reason

@@ -97,10 +97,7 @@ def choose(kept_flag: str, nf3_flag: str, dev: DeviceInfo, kept_format: str = NV
     if kept_flag == "auto":
         b12x_problem = (probe("b12x") and "b12x not importable") or \
             (probe(_B12X_MODULE) and "the b12x kept-tier backend is not in this build")
-        if dev.is_sm12x and not b12x_problem and kept_format == MXFP4:
-            kept = "triton" if triton_problem is None else "ref"
-            notes.append("MXFP4 kept tier: the b12x kept tier serves NVFP4 only, Triton kept tier")
-        elif dev.is_sm12x and not b12x_problem:
+        if dev.is_sm12x and not b12x_problem:
             kept = "b12x"
             notes.append(f"SM{dev.capability[0]}{dev.capability[1]} with b12x: b12x kept tier")
         elif triton_problem is None:
@@ -119,9 +116,6 @@ def choose(kept_flag: str, nf3_flag: str, dev: DeviceInfo, kept_format: str = NV
             )
         if probe("b12x"):
             raise BackendError(f"HYBRID_KEPT={kept_flag}: b12x is not usable here ({probe('b12x')})")
-        if kept_flag == "b12x" and kept_format == MXFP4:
-            raise BackendError("HYBRID_KEPT=b12x serves NVFP4 kept tiers; this checkpoint's kept tier is MXFP4 "
-                               "(use HYBRID_KEPT=triton or auto)")
         if kept_flag == "b12x_nf3" and not caps_fn().get("nf3"):
             raise BackendError(_nf3_b12x_missing(caps_fn()))
         if probe(_B12X_NF3_MODULE if kept_flag == "b12x_nf3" else _B12X_MODULE):
@@ -144,6 +138,8 @@ def choose(kept_flag: str, nf3_flag: str, dev: DeviceInfo, kept_format: str = NV
             notes.append(f"Triton kernels unavailable ({triton_problem}): reference NF3 tier")
     else:
         nf3 = "ref"
+    if kept == "b12x" and kept_format == MXFP4:
+        notes.append("MXFP4 kept tier through b12x")
     reason = "; ".join(notes) if notes else f"HYBRID_KEPT={kept_flag}, HYBRID_NF3={nf3_flag}"
     return Choice(kept, nf3, reason)
 

@@ -1,4 +1,4 @@
-"""HYBRID_KEPT=b12x: the kept NVFP4 tier through b12x's fused MoE (SM120/121 only).
+"""HYBRID_KEPT=b12x: the kept NVFP4 / MXFP4 tier through b12x's fused MoE (SM120/121 only).
 
 vLLM 0.33's own b12x experts class refuses expert maps, and the kept tier is a subset
 of the layer's experts, so this backend drives b12x 1.5.1's planned API itself, W4A16
@@ -14,10 +14,11 @@ What has run where: :func:`b12x_source` (our tier tensors → b12x's ModelOpt-NV
 source convention: rows [up; gate] as b12x's W4A16 reference reads them when the
 layout is "w31", block scales in 128×4-tile swizzled storage, one global scale per
 expert) is checked on the CPU against b12x's own CPU reference,
-``b12x.testing.reference.w4a16_reference.moe_reference_w4a16``, in ``make test``.
+``b12x.testing.reference.w4a16_reference.moe_reference_w4a16``, in ``make test``; the
+MXFP4 form (same rows, linear e8m0 K/32 scales) only against b12x's scale validator —
+b12x ships no CPU reference for it.
 :class:`B12xKeptBackend` itself — b12x's preparation, planning and kernels — needs an
-SM120/121 GPU, which we do not have: **it has never been run**. MXFP4 kept tiers are
-not handled here (refused: the Triton kept tier serves them on every GPU). Known gap:
+SM120/121 GPU, which we do not have: **it has never been run**. Known gap:
 the kept tier's checkpoint-layout tensors stay allocated next to b12x's prepared copy
 (vLLM's own b12x class releases them); to settle on the first SM120 run.
 """
@@ -27,14 +28,14 @@ from typing import Dict, Tuple
 
 import torch
 
-from ..backends.base import MXFP4, TierBackend, TierWeights
+from ..backends.base import MXFP4, NVFP4, TierBackend, TierWeights
 from ..backends.select import BackendError
 from ..formats import e2m1, nvfp4
 from .log import get_logger
 
 logger = get_logger(__name__)
 
-SOURCE_FORMAT = "modelopt_nvfp4"
+SOURCE_FORMAT = {NVFP4: "modelopt_nvfp4", MXFP4: "fp4_e8m0_k32"}
 W13_LAYOUT = "w31"  # rows handed over as [up; gate]
 
 
@@ -57,16 +58,27 @@ def shared_global_scales(tier: TierWeights) -> Tuple[torch.Tensor, torch.Tensor]
 
 
 def b12x_source(tier: TierWeights) -> Dict[str, torch.Tensor]:
-    """The kept tier as b12x's W4A16 preparation takes a ModelOpt NVFP4 checkpoint."""
-    if tier.fmt == MXFP4:
-        raise BackendError("HYBRID_KEPT=b12x serves NVFP4 kept tiers; this checkpoint's kept tier is MXFP4 "
-                           "(use HYBRID_KEPT=triton)")
-    w13_scale, w13_global = shared_global_scales(tier)
+    """The kept tier as b12x's W4A16 preparation takes a ModelOpt NVFP4 checkpoint
+    (swizzled e4m3 K/16 block scales, one global scale per expert) or an MXFP4 one
+    (linear e8m0 K/32 scales ``[E, N, K/32]``, unit global scales)."""
+    if tier.fmt not in SOURCE_FORMAT:
+        raise BackendError(f"HYBRID_KEPT=b12x serves NVFP4 and MXFP4 kept tiers, not {tier.fmt}")
     half = tier.inter
 
     def up_gate(t):
         return torch.cat([t[:, half:], t[:, :half]], dim=1)
 
+    if tier.fmt == MXFP4:
+        ones = torch.ones(tier.num_experts, dtype=torch.float32, device=tier.device)
+        return dict(
+            w1_fp4=e2m1.clear_zero_signs(up_gate(tier.w13)),
+            w1_blockscale=up_gate(tier.w13_scale.view(torch.uint8)).contiguous(),
+            w1_global_scale=ones,
+            w2_fp4=e2m1.clear_zero_signs(tier.w2),
+            w2_blockscale=tier.w2_scale.view(torch.uint8).contiguous(),
+            w2_global_scale=ones.clone(),
+        )
+    w13_scale, w13_global = shared_global_scales(tier)
     return dict(
         w1_fp4=e2m1.clear_zero_signs(up_gate(tier.w13)),
         w1_blockscale=nvfp4.swizzle_scales(up_gate(w13_scale)),
@@ -98,7 +110,7 @@ class B12xKeptBackend(TierBackend):
         src = b12x_source(tier)
         ones = torch.ones(tier.num_experts, dtype=torch.float32, device=dev)
         plan = fused_moe.plan_weights(
-            quant_modes="w4a16", source_format=SOURCE_FORMAT, activation="silu", params_dtype=torch.bfloat16,
+            quant_modes="w4a16", source_format=SOURCE_FORMAT[tier.fmt], activation="silu", params_dtype=torch.bfloat16,
             num_experts=tier.num_experts, hidden_size=tier.hidden, intermediate_size=tier.inter,
             w13_layout=W13_LAYOUT)
         self._experts = fused_moe.prepare_weights(plan=plan, a1_gscale=ones, a2_gscale=ones,
