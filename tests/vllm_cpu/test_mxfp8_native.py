@@ -37,6 +37,17 @@ def native(monkeypatch):
     flags.reset_for_tests()
 
 
+@pytest.fixture
+def cpu_mxfp8_kernel(monkeypatch):
+    """vLLM's software MXFP8 kernel for the CPU platform, weights kept 8-bit (tests only)."""
+    from vllm.model_executor.kernels import linear as kernels
+    from vllm.model_executor.kernels.linear.mxfp8.emulation import EmulationMxfp8LinearKernel
+    from vllm.platforms import current_platform
+
+    monkeypatch.setitem(kernels._POSSIBLE_MXFP8_KERNELS, current_platform._enum, [EmulationMxfp8LinearKernel])
+    monkeypatch.setenv("VLLM_MXFP8_EMULATION_DEQUANT_AT_LOAD", "0")
+
+
 def _tensors(ckpt):
     idx = json.loads((ckpt / "model.safetensors.index.json").read_text())["weight_map"]
     out = {}
@@ -94,14 +105,8 @@ def test_flag_off_keeps_unquantized_method(vllm_tp1, ckpt, native):
     assert isinstance(_qkv(ckpt).quant_method, UnquantizedLinearMethod)
 
 
-def test_native_mxfp8_linear_loads_and_matches_reference(vllm_tp1, ckpt, native, monkeypatch):
-    from vllm.model_executor.kernels import linear as kernels
-    from vllm.model_executor.kernels.linear.mxfp8.emulation import EmulationMxfp8LinearKernel
-    from vllm.platforms import current_platform
-
+def test_native_mxfp8_linear_loads_and_matches_reference(vllm_tp1, ckpt, native, cpu_mxfp8_kernel):
     native(True)
-    monkeypatch.setitem(kernels._POSSIBLE_MXFP8_KERNELS, current_platform._enum, [EmulationMxfp8LinearKernel])
-    monkeypatch.setenv("VLLM_MXFP8_EMULATION_DEQUANT_AT_LOAD", "0")
     layer = _qkv(ckpt)
     assert type(layer.quant_method).__name__ == "ModelOptLinearMethod"
     tensors = _tensors(ckpt)
@@ -137,3 +142,22 @@ def test_flag_on_a_checkpoint_without_mxfp8_layers_says_so(tiny_hybrid, native, 
         H.quant_config(tiny_hybrid)
     msgs = [r.getMessage() for r in caplog.records if "HYBRID_MXFP8_NATIVE" in r.getMessage()]
     assert len(msgs) == 1 and "lists no MXFP8 non-expert linears" in msgs[0]
+
+
+def test_module_names_follow_the_models_weight_mapper(vllm_tp1, ckpt, native, cpu_mxfp8_kernel):
+    """A model whose hf→vLLM mapper renames modules: the MXFP8 modules are matched
+    under their vLLM names (vLLM maps the exclude list the same way)."""
+    from vllm.model_executor.layers.linear import QKVParallelLinear
+    from vllm.model_executor.models.glm4_moe import Glm4MoeForCausalLM
+    from vllm.model_executor.models.utils import WeightsMapper
+
+    native(True)
+    cfg = json.loads((ckpt / "config.json").read_text())
+    qc = H.quant_config(ckpt)
+    qc.packed_modules_mapping = dict(Glm4MoeForCausalLM.packed_modules_mapping)
+    qc.apply_vllm_mapper(WeightsMapper(orig_to_new_prefix={"model.": "language_model.model."}))
+    renamed = "language_model." + QKV
+    layer = QKVParallelLinear(cfg["hidden_size"], cfg["head_dim"], cfg["num_attention_heads"],
+                              cfg["num_key_value_heads"], bias=False, params_dtype=torch.bfloat16,
+                              quant_config=qc, prefix=renamed)
+    assert type(layer.quant_method).__name__ == "ModelOptLinearMethod"

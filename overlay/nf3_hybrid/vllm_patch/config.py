@@ -17,6 +17,7 @@ from ..bitmap import HybridConfigError, HybridSpec, parse_hybrid_spec
 logger = get_logger(__name__)
 
 SPEC_ATTR = "nf3_hybrid_spec"
+MAPPED_MXFP8_ATTR = "nf3_hybrid_mxfp8_vllm_names"
 
 
 def spec_of(quant_config) -> Optional[HybridSpec]:
@@ -115,6 +116,9 @@ def patch_mxfp8_linears(cfg_cls) -> None:
 
     def get_quant_method(self, layer, prefix):
         modules = native_mxfp8_modules(spec_of(self))
+        # module names as vLLM's model names them (a model's hf→vLLM weight mapper may
+        # rename; the weight iterator keeps the checkpoint's names)
+        modules = getattr(self, MAPPED_MXFP8_ATTR, modules) if modules else modules
         if modules:
             from vllm.model_executor.layers.linear import LinearBase
             from vllm.model_executor.layers.quantization.utils.quant_utils import is_layer_skipped
@@ -125,6 +129,17 @@ def patch_mxfp8_linears(cfg_cls) -> None:
 
     get_quant_method._nf3_hybrid = True
     cfg_cls.get_quant_method = get_quant_method
+
+    original_mapper = cfg_cls.apply_vllm_mapper
+
+    def apply_vllm_mapper(self, hf_to_vllm_mapper):
+        original_mapper(self, hf_to_vllm_mapper)
+        spec = spec_of(self)
+        if spec is not None and spec.mxfp8_modules:
+            setattr(self, MAPPED_MXFP8_ATTR, tuple(hf_to_vllm_mapper.apply_list(list(spec.mxfp8_modules))))
+
+    apply_vllm_mapper._nf3_hybrid = True
+    cfg_cls.apply_vllm_mapper = apply_vllm_mapper
 
 
 def _mxfp8_linear_method(nvfp4_config, prefix: str, n_modules: int):
