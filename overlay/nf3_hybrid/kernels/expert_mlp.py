@@ -138,6 +138,15 @@ def _dot_dtype(fmt: int, dot_fp32: bool):
     return tl.bfloat16 if fmt == FMT_MXFP4 else tl.float16
 
 
+@triton.jit
+def _block(sorted_ptr, b, P, K, SPLIT: tl.constexpr, BM: tl.constexpr):
+    """Block b's routed pairs (sentinel P in padding slots), which of them are real, and
+    this program's split-K slice [k_beg, k_beg + k_len) of K."""
+    pairs = tl.load(sorted_ptr + b * BM + tl.arange(0, BM))
+    k_len = K // SPLIT
+    return pairs, pairs < P, tl.program_id(2) * k_len, k_len
+
+
 @triton.jit(do_not_specialize=["P", "topk"])
 def _w13_kernel(
     x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw_ptr, inter_ptr, stride_im, gu_ptr, stride_gu,
@@ -151,11 +160,8 @@ def _w13_kernel(
     e = tl.load(bexp_ptr + b)
     if e < 0:
         return
-    pairs = tl.load(sorted_ptr + b * BM + tl.arange(0, BM))
-    valid = pairs < P
+    pairs, valid, k_beg, k_len = _block(sorted_ptr, b, P, K, SPLIT, BM)
     tok = tl.where(valid, pairs // topk, 0).to(tl.int64)
-    k_len = K // SPLIT
-    k_beg = tl.program_id(2) * k_len
     acc_g = tl.zeros([BN, BM], dtype=tl.float32)
     acc_u = tl.zeros([BN, BM], dtype=tl.float32)
     for k0 in range(k_beg, k_beg + k_len, BK):
@@ -225,11 +231,8 @@ def _w2_kernel(
     e = tl.load(bexp_ptr + b)
     if e < 0:
         return
-    pairs = tl.load(sorted_ptr + b * BM + tl.arange(0, BM))
-    valid = pairs < P
+    pairs, valid, k_beg, k_len = _block(sorted_ptr, b, P, K, SPLIT, BM)
     slots = (b * BM + tl.arange(0, BM)).to(tl.int64)
-    k_len = K // SPLIT
-    k_beg = tl.program_id(2) * k_len
     acc = tl.zeros([BN, BM], dtype=tl.float32)
     for k0 in range(k_beg, k_beg + k_len, BK):
         kk = k0 + tl.arange(0, BK)
