@@ -37,6 +37,8 @@ RUNS = {
     "hyb_mxfp4_kept": ("hybrid-mx", {}, {}),
     "uniform_overlay": ("uniform", {}, {"decode": True}),
     "uniform_stock": ("uniform", {"HYBRID_DISABLE": "1"}, {}),
+    # control: stock vLLM twice — run-to-run nondeterminism of the stock path itself
+    "uniform_stock_repeat": ("uniform", {"HYBRID_DISABLE": "1"}, {}),
     "b12x_refused": ("hybrid", {"HYBRID_KEPT": "b12x"}, {"expect_failure": "runs only on SM120/121"}),
 }
 CHECKPOINTS = {
@@ -145,6 +147,11 @@ def identical(a, b):
     return max(diffs) if diffs else None
 
 
+def positions_differing(a, b) -> int:
+    """Positions where the two runs' listed log-probs are not all equal."""
+    return sum(1 for sa, sb in zip(a, b) for x, y in zip(sa, sb) if x != y)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--worker")
@@ -194,6 +201,13 @@ def main():
         d = identical(results["uniform_overlay"]["prompt_logprobs"], results["uniform_stock"]["prompt_logprobs"])
         checks["uniform_identical_with_and_without_overlay"] = d == 0.0
         checks["uniform_max_abs_diff"] = d
+        checks["uniform_positions_differing"] = positions_differing(
+            results["uniform_overlay"]["prompt_logprobs"], results["uniform_stock"]["prompt_logprobs"])
+    if "prompt_logprobs" in results.get("uniform_stock", {}) and "prompt_logprobs" in results.get(
+            "uniform_stock_repeat", {}):
+        a, b = results["uniform_stock"]["prompt_logprobs"], results["uniform_stock_repeat"]["prompt_logprobs"]
+        checks["stock_vs_stock_max_abs_diff"] = identical(a, b)
+        checks["stock_vs_stock_positions_differing"] = positions_differing(a, b)
     if "prompt_logprobs" in results.get("hyb_triton_eager", {}) and "prompt_logprobs" in results.get("hyb_triton", {}):
         d = identical(results["hyb_triton_eager"]["prompt_logprobs"], results["hyb_triton"]["prompt_logprobs"])
         checks["graphs_vs_eager_max_abs_dlogprob"] = d
