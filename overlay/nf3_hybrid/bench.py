@@ -146,8 +146,9 @@ def run(shapes, tokens=TOKENS, out_dir="bench/results", tag="h200", seed=0, log=
             nf3_t = torch.tensor(sorted(perm[Kn:]), device="cuda")
             per_a, per_b = _tier_bytes(a), _tier_bytes(b)
             stock = {}
-            for name, kind, n_exp in (("vllm_nvfp4", "nvfp4", E), ("vllm_nvfp4_nf3set", "nvfp4", Km),
-                                      ("vllm_nvfp4_keptset", "nvfp4", Kn), ("vllm_bf16", "bf16", E))[:4 * with_stock]:
+            stock_specs = (("vllm_nvfp4", "nvfp4", E), ("vllm_nvfp4_nf3set", "nvfp4", Km),
+                           ("vllm_nvfp4_keptset", "nvfp4", Kn), ("vllm_bf16", "bf16", E)) if with_stock else ()
+            for name, kind, n_exp in stock_specs:
                 fn, backend, per = stock_moe.build(kind, n_exp, H, inter, topk, seed)
                 stock[name] = (fn, n_exp, per)
                 stock_backends[f"{kind}:{shape['name']}:I{inter}:E{n_exp}"] = backend

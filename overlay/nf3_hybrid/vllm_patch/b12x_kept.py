@@ -68,25 +68,17 @@ def b12x_source(tier: TierWeights) -> Dict[str, torch.Tensor]:
     def up_gate(t):
         return torch.cat([t[:, half:], t[:, :half]], dim=1)
 
+    fp4 = dict(w1_fp4=e2m1.clear_zero_signs(up_gate(tier.w13)), w2_fp4=e2m1.clear_zero_signs(tier.w2))
     if tier.fmt == MXFP4:
         ones = torch.ones(tier.num_experts, dtype=torch.float32, device=tier.device)
-        return dict(
-            w1_fp4=e2m1.clear_zero_signs(up_gate(tier.w13)),
-            w1_blockscale=up_gate(tier.w13_scale.view(torch.uint8)).contiguous(),
-            w1_global_scale=ones,
-            w2_fp4=e2m1.clear_zero_signs(tier.w2),
-            w2_blockscale=tier.w2_scale.view(torch.uint8).contiguous(),
-            w2_global_scale=ones.clone(),
-        )
+        return dict(fp4,
+                    w1_blockscale=up_gate(tier.w13_scale.view(torch.uint8)).contiguous(), w1_global_scale=ones,
+                    w2_blockscale=tier.w2_scale.view(torch.uint8).contiguous(), w2_global_scale=ones.clone())
     w13_scale, w13_global = shared_global_scales(tier)
-    return dict(
-        w1_fp4=e2m1.clear_zero_signs(up_gate(tier.w13)),
-        w1_blockscale=nvfp4.swizzle_scales(up_gate(w13_scale)),
-        w1_global_scale=w13_global.contiguous(),
-        w2_fp4=e2m1.clear_zero_signs(tier.w2),
-        w2_blockscale=nvfp4.swizzle_scales(tier.w2_scale),
-        w2_global_scale=tier.w2_scale_2.float().reshape(-1).contiguous(),
-    )
+    return dict(fp4,
+                w1_blockscale=nvfp4.swizzle_scales(up_gate(w13_scale)), w1_global_scale=w13_global.contiguous(),
+                w2_blockscale=nvfp4.swizzle_scales(tier.w2_scale),
+                w2_global_scale=tier.w2_scale_2.float().reshape(-1).contiguous())
 
 
 class B12xKeptBackend(TierBackend):
