@@ -257,7 +257,10 @@ def plot(res, path):
 # candidate tile configs per batch class; "gemv" is the per-pair decode path, timed
 # against the grouped path's "small" configs on the same token counts
 SWEEP = {
-    "gemv": [dict(BN13=4, BK13=512, BN2=8, BK2=256, warps=2), dict(BN13=8, BK13=256, BN2=16, BK2=256, warps=4)],
+    "gemv": [dict(BN13=4, BK13=512, BN2=8, BK2=256, warps=2),
+             dict(BN13=2, BK13=1024, BN2=8, BK2=256, warps=2),
+             dict(BN13=4, BK13=2048, BN2=8, BK2=512, warps=4),
+             dict(BN13=8, BK13=512, BN2=16, BK2=512, warps=2)],
     "small": [
         dict(BM=16, BN13=32, BK13=128, SPLIT13=8, BN2=64, BK2=128, SPLIT2=1, warps=4, stages=3),
         dict(BM=16, BN13=32, BK13=128, SPLIT13=8, BN2=64, BK2=128, SPLIT2=1, warps=4, stages=3, magic=1),
@@ -275,10 +278,10 @@ SWEEP = {
         dict(BM=64, BN13=128, BK13=64, BN2=128, BK2=64, warps=8, stages=4),
     ],
 }
-SWEEP_TOKENS = {"gemv": (1, 8, 16), "small": (1, 8, 16, 64), "large": (512, 2048)}
+SWEEP_TOKENS = {"gemv": (1, 4, 16), "small": (1, 8, 16, 64), "large": (512, 2048)}
 
 
-def sweep(inter=512, log=print) -> dict:
+def sweep(inter=512, log=print, classes=None) -> dict:
     """Times the hybrid layer (GLM-5.2 shape) under each candidate tile configuration
     (per token count, so the choice can be read off) and returns the fastest per batch
     class by the sum over its token counts of time / best time at that count. The
@@ -300,6 +303,8 @@ def sweep(inter=512, log=print) -> dict:
                "large": triton_tiers.kernel_config(2048, False)}
     gemv_tokens = executor_mod.GEMV_TOKENS
     for cls, cands in SWEEP.items():
+        if classes and cls not in classes:
+            continue
         executor_mod.GEMV_TOKENS = gemv_tokens if cls == "gemv" else 0
         per_m = []
         for cfg in cands:
@@ -315,7 +320,7 @@ def sweep(inter=512, log=print) -> dict:
         best_at = {m: min(t[m] for _, t in per_m) for m in SWEEP_TOKENS[cls]}
         chosen[cls] = min(per_m, key=lambda ct: sum(ct[1][m] / best_at[m] for m in best_at))[0]
     executor_mod.GEMV_TOKENS = gemv_tokens
-    triton_tiers.CONFIG_OVERRIDE = chosen
+    triton_tiers.CONFIG_OVERRIDE = {**default, **chosen}
     return {"chosen": chosen, "trials": trials, "inter": inter}
 
 
@@ -355,7 +360,17 @@ def breakdown(inter=512, tokens=(1, 8, 64, 2048), log=print) -> dict:
     return {"inter": inter, "per_call_us": out}
 
 
+def set_gemv_tokens(n: int):
+    """Moves the decode-path threshold (the workspace sizes its per-pair buffer from it)."""
+    from .backends import executor as executor_mod
+    from .backends import triton_tiers
+
+    triton_tiers.GEMV_TOKENS = executor_mod.GEMV_TOKENS = n
+
+
 def main(args) -> int:
+    if args.gemv_tokens is not None:
+        set_gemv_tokens(args.gemv_tokens)
     shapes = [GLM52, TINY] if args.shape == "all" else [GLM52 if args.shape == "glm5.2" else TINY]
     if args.inter:
         shapes = [dict(s, inters=tuple(args.inter)) for s in shapes]
@@ -375,7 +390,7 @@ def main(args) -> int:
             from .vllm_patch import stock_moe
 
             stock_moe.init_single_gpu()
-        swept = sweep()
+        swept = sweep(classes=args.sweep_classes)
     res = run(shapes, tokens, args.out_dir, args.tag, with_stock=not args.ours_only)
     if swept is not None:
         res["kernel_configs"] = swept

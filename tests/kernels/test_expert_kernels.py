@@ -20,6 +20,8 @@ TOL = 1.5e-2  # bf16 activations, bf16 intermediate cache and output
 def poison(ws):
     ws.out.fill_(float("nan"))
     ws.inter_cache.fill_(float("nan"))
+    for t in (ws.planes, ws.pair_inter, ws.pair_out):
+        t.fill_(float("nan"))
     ws.sorted_ids.fill_(-7)
     ws.block_expert.fill_(123456)
 
@@ -40,9 +42,9 @@ def build(kept_fmt, n_kept, num_experts, hidden, inter, max_tokens, topk, seed=0
 
 
 @pytest.mark.parametrize("kept_fmt", ["nvfp4", "mxfp4_e8m0k32"])
-@pytest.mark.parametrize("m,topk", [(1, 1), (1, 8), (3, 4), (17, 2), (33, 8)])
+@pytest.mark.parametrize("m,topk", [(1, 1), (1, 8), (3, 4), (17, 2), (33, 3), (70, 8)])
 def test_hybrid_layer_matches_reference(kept_fmt, m, topk):
-    ref, tri, ws = build(kept_fmt, 5, 16, 128, 64, 64, 8, seed=m)
+    ref, tri, ws = build(kept_fmt, 5, 16, 128, 64, max(64, m), 8, seed=m)
     assert tri.fused and tri.graph_safe
     w, ids = routing(m, 16, topk, seed=m, device=DEV)
     x = (torch.randn(m, 128, generator=torch.Generator().manual_seed(m)) * 2).to(torch.bfloat16).to(DEV)
@@ -140,8 +142,11 @@ def test_e2m1_decoded_by_shifts(kept_fmt, monkeypatch):
     from nf3_hybrid.backends import triton_tiers
 
     interp = triton_tiers.interpret()
+    from nf3_hybrid.backends import executor
+
     cfgs = {c: dict(triton_tiers.kernel_config(m, interp), magic=1) for c, m in (("gemv", 1), ("small", 20), ("large", 99))}
     monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", cfgs)
+    monkeypatch.setattr(executor, "GEMV_TOKENS", 16)  # 20 tokens: the grouped decode tiles
     ref, tri, ws = build(kept_fmt, 9, 16, 128, 64, 80, 4, seed=77)
     for m in (2, 20, 70):
         w, ids = routing(m, 16, 4, seed=m, device=DEV)
@@ -150,12 +155,15 @@ def test_e2m1_decoded_by_shifts(kept_fmt, monkeypatch):
         assert rel(tri.forward(x, w, ids), ref.forward(x, w, ids)) < TOL, m
 
 
-def test_profiling_marks_only_where_all_four_are_recorded():
+def test_profiling_marks_only_where_all_four_are_recorded(monkeypatch):
     """HYBRID_PROFILE times a call only if the executor records all four marks: the
     fused path does in one pass; a batch above the chunk (vLLM's memory-profiling dummy
     batch on the H200, which crashed the first GPU profile run) is left unprofiled."""
     from tests.unit.test_profile import FakeEvent
 
+    from nf3_hybrid.backends import executor
+
+    monkeypatch.setattr(executor, "GEMV_TOKENS", 16)
     _, tri, ws = build("nvfp4", 4, 16, 128, 64, 40, 4)
     ws.chunk = 32
     assert tri.can_mark(30) and not tri.can_mark(33) and not tri.can_mark(4)
@@ -163,3 +171,4 @@ def test_profiling_marks_only_where_all_four_are_recorded():
     evs = [FakeEvent() for _ in range(4)]
     tri.forward(torch.randn(30, 128).to(torch.bfloat16).to(DEV), w, ids, marks=evs)
     assert all(e.t is not None for e in evs)
+

@@ -15,13 +15,16 @@ from typing import Dict, Optional
 import torch
 
 from ..formats import e2m1, nf3
-from ..kernels import align, expert_gemv, expert_mlp, interpret
+from ..kernels import align, expert_gemv, expert_mlp, interpret, ptx_decode
 from .base import MXFP4, NF3, NVFP4, TierBackend, TierWeights
 
 # tokens per pass; larger batches run in several passes over the same scratch
 CHUNK_TOKENS = 4096
-# at most this many tokens: the per-pair GEMV path (no routing sort); above: grouped GEMM
-GEMV_TOKENS = 16
+# at most this many tokens: the per-pair GEMV path (no routing sort); above: grouped GEMM.
+# H200, GLM-5.2 shape, I=512, one run's code: the GEMV took 1818 µs at 64 tokens
+# (bench/results/bench_moe_h200.json), the grouped path's decode tiles 2261 / 3165 µs at
+# 32 / 64 tokens (bench_moe_h200_grouped_decode.json)
+GEMV_TOKENS = 64
 DECODE_TOKENS = 64
 # set by the benchmark's config sweep only
 CONFIG_OVERRIDE: Optional[dict] = None
@@ -105,8 +108,11 @@ class Workspace:
         self.cursor = torch.empty((2, nb), dtype=torch.int32, device=d)
         self.starts = torch.empty((2, nb), dtype=torch.int32, device=d)
         self.ends = torch.empty((2, nb), dtype=torch.int32, device=d)
-        self.pair_out = torch.empty((min(self.chunk, GEMV_TOKENS) * self.topk, self.hidden), dtype=torch.float32,
-                                    device=d)
+        # decode path (kernels/expert_gemv.py): plane-order activations, intermediate, per-pair outputs
+        gemv_tokens = min(self.chunk, GEMV_TOKENS)
+        self.planes = torch.empty((2, gemv_tokens, self.hidden), dtype=torch.float32, device=d)
+        self.pair_inter = torch.empty((gemv_tokens * self.topk, self.inter), dtype=torch.float32, device=d)
+        self.pair_out = torch.empty((gemv_tokens * self.topk, self.hidden), dtype=torch.float32, device=d)
         self.inter_cache = torch.empty((cap, self.inter), dtype=torch.bfloat16, device=d)
         # split-K gate/up sums of decode-sized calls; all-zero between calls (the kernel
         # that consumes a row zeroes it), so it is cleared once, here
@@ -126,7 +132,7 @@ class Workspace:
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in
                    (self.sorted_ids, self.block_expert, self.cursor, self.starts, self.ends, self.inter_cache,
-                    self.out, self.pair_out, self.gate_up))
+                    self.out, self.pair_out, self.gate_up, self.planes, self.pair_inter))
 
 
 def _e4m3_table():
@@ -148,7 +154,9 @@ class TritonTier(TierBackend):
         self.ws = workspace or Workspace.get(tier.device)
         self.fmt = _FMT[tier.fmt]
         if tier.fmt == NF3:
-            self.values = self.ws.table(f"nf3:{tier.codebook}", list(nf3.validate_codebook(tier.codebook)))
+            levels = list(nf3.validate_codebook(tier.codebook))
+            self.values = self.ws.table(f"nf3:{tier.codebook}", levels)
+            self.table_words = ptx_decode.nf3_table_words(levels)  # the decode GEMV's registers
         else:
             self.values = self.ws.table("e2m1", e2m1.decode_table().tolist())
         # e4m3 scales are exact in fp16; e8m0's powers of two need bf16's range (exact too).
@@ -220,8 +228,9 @@ def run_decode(kept, nf3_tier, result, x, topk_weights, topk_ids, weights_on_inp
     ids, tw = _flat_routing(topk_weights, topk_ids)
     pairs = ids.numel()
     inter = (kept or nf3_tier).tier.inter
-    expert_gemv.launch_decode(kept, nf3_tier, x, tw, ids, topk, ws.inter_cache[:pairs, :inter],
-                              ws.pair_out[:pairs], result, weights_on_input, kernel_config(m, interpret()))
+    expert_gemv.launch_decode(kept, nf3_tier, x, tw, ids, topk, ws.planes, ws.pair_inter[:pairs, :inter],
+                              ws.pair_out[:pairs], result, weights_on_input, kernel_config(m, interpret()),
+                              asm=not interpret())
 
 
 def run_chunk(tiers, maps, out, x, topk_weights, topk_ids, weights_on_input, zero: bool, marks=None):

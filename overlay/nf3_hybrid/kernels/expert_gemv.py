@@ -5,109 +5,255 @@ between tokens and the work is streaming each routed expert's packed weights onc
 These kernels need no routing sort at all: program p reads pair p's expert id, looks
 it up in each tier's local map (−1 = not in that tier) and runs that tier's rows.
 
-Weights stay in the checkpoint's packing. A tile is laid out as [rows, groups, words
-(or bytes), codes] — a group being the weights under one scale (32 for NF3 and MXFP4,
-16 for NVFP4) — so codes are extracted by shifts along the last axis with no reshape,
-the products with the activation are summed per group, and the group scale multiplies
-one partial sum instead of every weight.
+Weights stay in the checkpoint's packing, read as 32-bit words: a 32-weight unit is three
+words for NF3 (four 24-bit code words, cut out with shifts) and four for e2m1. Each code
+word's eight weights are decoded and dotted with their eight activations by one inline
+PTX block (kernels/ptx_decode.py: byte-permute table lookups in registers), so decoding
+costs no loads. Under TRITON_INTERPRET (no inline assembly) the same words are decoded
+by table lookups instead.
 
-Measured on the H200 at GLM-5.2 shapes: 0.66× Marlin's speed at one token, and the time
-grows with the number of routed pairs (compute-bound, not bandwidth-bound); the tile
-sweep preferred small row tiles and 2 warps. See bench/results/.
+Activations are read in "plane order": fp32 copies of the token's input (and the
+intermediate, written that way by ``_gemv13``) in which the activations that meet code p
+of neighbouring words are adjacent, so a warp's load of them is one or two cache lines
+instead of eight.
 
-``_gemv13`` writes silu(gate)·up per pair into the intermediate cache; ``_gemv2`` writes
-each pair's weighted down projection (fp32) and ``_reduce_topk`` sums a token's pairs
-into the bf16 output — no atomics, no zero-fill, deterministic.
+What the H200 measurements taught (GLM-5.2 shape, I=512; bench/results/): the previous
+version (byte loads, a table load per weight) took 68 µs at one token; in-register
+decoding, plane order, gate and up rows in one pass and prefetching the next K-block
+brought it to 52 µs (Marlin: 43) and 8 tokens from 383 to 248 µs (Marlin: 145). ncu at 8
+tokens: issue slots 64 % busy, L1 75 %, ~7.7 instructions per weight — it is bound by
+instruction issue; decoding is ~3.6 of them per weight, the rest addressing, scales and
+the fp32 multiply-adds. Tried and dropped: split-K over the gate/up rows with the last
+slice finishing the activation (slower at 1-16 tokens), vectorised activation loads
+split in registers (Triton regrouped them through shared memory), larger row tiles.
+
+- kept tier (e2m1 words as [rows, units, 4]): activation p of word j of unit u sits at
+  p·K/8 + 4u + j ("PUJ");
+- NF3 tier (its four code words of a unit cut out separately, [rows, units] each): at
+  (4p + j)·K/32 + u ("PJU").
+Triton lays the word tensors out with lanes along (unit, word) and rows in registers, so
+one activation load serves all of a thread's rows.
+
+``_gemv13`` writes silu(gate)·up per pair (fp32, in its tier's plane order) into the
+intermediate; ``_gemv2`` writes each pair's weighted down projection (fp32) and
+``_reduce_topk`` sums a token's pairs into the bf16 output — no atomics, no zero-fill,
+deterministic.
 """
 import triton
 import triton.language as tl
 
+from . import ptx_decode
+from .ptx_decode import E2M1_DOT_ASM, E2M1_DOT_CONSTRAINTS, NF3_DOT_ASM, NF3_DOT_CONSTRAINTS
+
+_NF3_ASM = tl.constexpr(NF3_DOT_ASM)
+_NF3_CONS = tl.constexpr(NF3_DOT_CONSTRAINTS)
+_E2M1_ASM = tl.constexpr(E2M1_DOT_ASM)
+_E2M1_CONS = tl.constexpr(E2M1_DOT_CONSTRAINTS)
+
 
 @triton.jit
-def _rows_dot(w_ptr, s_ptr, e, row0, stride_we, stride_wn, stride_se, stride_sn, vec_ptr, K,
-              vtab_ptr, stab_ptr, FMT: tl.constexpr, GROUP: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    """fp32 [BN]: rows row0..row0+BN of local expert e (packed [rows, K]) times vec[:K]."""
-    rows = (row0 + tl.arange(0, BN)).to(tl.int64)
+def _plane_index(c, K, FMT: tl.constexpr):
+    """Where activation c (of K) goes in the plane order of a tier of format FMT."""
+    u = c // 32
+    j = (c // 8) % 4
+    p = c % 8
+    if FMT == 0:
+        return (4 * p + j) * (K // 32) + u
+    return p * (K // 8) + 4 * u + j
+
+
+@triton.jit
+def _planes_kernel(x_ptr, stride_xm, xa_ptr, xb_ptr, stride_pm, K, BLOCK: tl.constexpr):
+    """fp32 plane-order copies of each token's activations: kept-tier order into xa, NF3
+    order into xb."""
+    m = tl.program_id(0)
+    c = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    ok = c < K
+    v = tl.load(x_ptr + m.to(tl.int64) * stride_xm + c, mask=ok).to(tl.float32)
+    tl.store(xa_ptr + m.to(tl.int64) * stride_pm + _plane_index(c, K, 1), v, mask=ok)
+    tl.store(xb_ptr + m.to(tl.int64) * stride_pm + _plane_index(c, K, 0), v, mask=ok)
+
+
+@triton.jit
+def _x8(first, pstride):
+    """The eight activation planes of the code words at ``first``: ``first`` + p·pstride, p = 0..7."""
+    return (tl.load(first), tl.load(first + pstride), tl.load(first + 2 * pstride),
+            tl.load(first + 3 * pstride), tl.load(first + 4 * pstride), tl.load(first + 5 * pstride),
+            tl.load(first + 6 * pstride), tl.load(first + 7 * pstride))
+
+
+@triton.jit
+def _plane(words, x, p: tl.constexpr, vtab_ptr, FMT: tl.constexpr):
+    """Interpreter path: code p of every word looked up in the fp16 table, times x."""
+    if FMT == 0:
+        code = (words >> (3 * p)) & 7
+    else:
+        code = (words >> (4 * p)) & 15
+    return tl.load(vtab_ptr + code.to(tl.int32)).to(tl.float32) * x
+
+
+@triton.jit
+def _word_dots(words, first, pstride, vtab_ptr, t0, t1, t2, t3, FMT: tl.constexpr, ASM: tl.constexpr):
+    """fp32, shaped like ``words``: each code word's eight weights (unscaled) dotted with
+    its eight activations (planes from ``first``, broadcast against ``words``)."""
+    x0, x1, x2, x3, x4, x5, x6, x7 = _x8(first, pstride)
+    if ASM:
+        if FMT == 0:
+            return tl.inline_asm_elementwise(_NF3_ASM, _NF3_CONS, [words, x0, x1, x2, x3, x4, x5, x6, x7,
+                                                                    t0, t1, t2, t3],
+                                             dtype=tl.float32, is_pure=True, pack=1)
+        return tl.inline_asm_elementwise(_E2M1_ASM, _E2M1_CONS, [words, x0, x1, x2, x3, x4, x5, x6, x7,
+                                                                  t0, t1, t2],
+                                         dtype=tl.float32, is_pure=True, pack=1)
+    acc = _plane(words, x0, 0, vtab_ptr, FMT) + _plane(words, x1, 1, vtab_ptr, FMT)
+    acc += _plane(words, x2, 2, vtab_ptr, FMT) + _plane(words, x3, 3, vtab_ptr, FMT)
+    acc += _plane(words, x4, 4, vtab_ptr, FMT) + _plane(words, x5, 5, vtab_ptr, FMT)
+    acc += _plane(words, x6, 6, vtab_ptr, FMT) + _plane(words, x7, 7, vtab_ptr, FMT)
+    return acc
+
+
+@triton.jit
+def _scale(sb, stab_ptr, FMT: tl.constexpr):
+    """fp32 group scales from their bits: e4m3 by shifts, as 2**-8 times the scale (no
+    load: e4m3's exponent and mantissa fit under fp16's, whose bias is 8 more; its NaN
+    patterns, which a checkpoint never holds, come out finite); e8m0 from the table."""
+    if FMT == 2:
+        return tl.load(stab_ptr + sb.to(tl.int32)).to(tl.float32)
+    b = sb.to(tl.int32)
+    return (((b & 0x80) << 8) | ((b & 0x7F) << 7)).to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)
+
+
+@triton.jit
+def _scale_unit(FMT: tl.constexpr):
+    """What ``_scale``'s values must be multiplied by."""
+    if FMT == 2:
+        return 1.0
+    return 256.0
+
+
+@triton.jit
+def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, stride_sn, vec_ptr, K,
+              vtab_ptr, stab_ptr, t0, t1, t2, t3, FMT: tl.constexpr, GROUP: tl.constexpr,
+              R: tl.constexpr, BK: tl.constexpr, ASM: tl.constexpr, PAIRED: tl.constexpr):
+    """fp32 [R]: R weight rows of local expert e times the activations — rows row0.. , or
+    with PAIRED the interleaved pairs (row0 + i, up_off + row0 + i), a gate row and its up
+    row, so both come out of one pass over K. ``w_ptr``: the packed tensor viewed as int32
+    (strides in words); ``vec_ptr``: the activations in this tier's plane order.
+
+    The next K-block's weight words and scales are loaded before the current block is
+    decoded. Partial sums stay per element and are reduced once at the end (a reduction
+    across lanes every K-step would cost more than the decoding). Word tensors stay in
+    the layout their loads get (no joins: regrouping them goes through shared memory)."""
+    U: tl.constexpr = BK // 32
+    r = tl.arange(0, R)
+    if PAIRED:
+        rows = (row0 + r // 2 + (r % 2) * up_off).to(tl.int64)
+    else:
+        rows = (row0 + r).to(tl.int64)
     wrow = w_ptr + e.to(tl.int64) * stride_we + rows * stride_wn
     srow = s_ptr + e.to(tl.int64) * stride_se + rows * stride_sn
-    G: tl.constexpr = BK // GROUP
-    gi = tl.arange(0, G)
-    acc = tl.zeros([BN], dtype=tl.float32)
-    for k0 in range(0, K, BK):
-        if FMT == 0:
-            # NF3: a group of 32 codes is 4 little-endian 24-bit words (12 bytes)
-            wi = tl.arange(0, 4)
-            wofs = (k0 // 8 + gi[:, None] * 4 + wi[None, :]) * 3
-            p = wrow[:, None, None] + wofs[None, :, :]
-            b0 = tl.load(p).to(tl.int32)
-            b1 = tl.load(p + 1).to(tl.int32)
-            b2 = tl.load(p + 2).to(tl.int32)
-            word = b0 | (b1 << 8) | (b2 << 16)
-            codes = (word[:, :, :, None] >> (3 * tl.arange(0, 8))[None, None, None, :]) & 7
-            xo = k0 + gi[:, None, None] * 32 + wi[None, :, None] * 8 + tl.arange(0, 8)[None, None, :]
-        else:
-            # e2m1: two codes per byte, even column in the low nibble
-            GB: tl.constexpr = GROUP // 2
-            bi = tl.arange(0, GB)
-            p = wrow[:, None, None] + (k0 // 2 + gi[:, None] * GB + bi[None, :])[None, :, :]
-            byte = tl.load(p).to(tl.int32)
-            codes = (byte[:, :, :, None] >> (4 * tl.arange(0, 2))[None, None, None, :]) & 15
-            xo = k0 + gi[:, None, None] * GROUP + bi[None, :, None] * 2 + tl.arange(0, 2)[None, None, :]
-        vals = tl.load(vtab_ptr + codes)
-        xv = tl.load(vec_ptr + xo).to(tl.float32)
-        part = tl.sum(tl.sum(vals * xv[None, :, :, :], axis=3), axis=2)
-        sbits = tl.load(srow[:, None] + (k0 // GROUP + gi)[None, :]).to(tl.int32)
-        acc += tl.sum(part * tl.load(stab_ptr + sbits), axis=1)
-    return acc
+    pstride = K // 8
+    if FMT == 0:
+        unit = tl.arange(0, U)[None, :]
+        p = wrow[:, None] + unit * 3
+        d0n = tl.load(p)
+        d1n = tl.load(p + 1)
+        d2n = tl.load(p + 2)
+        sbn = tl.load(srow[:, None] + unit)
+        acc = tl.zeros([R, U], dtype=tl.float32)
+        for k0 in range(0, K, BK):
+            d0 = d0n.to(tl.uint32, bitcast=True)
+            d1 = d1n.to(tl.uint32, bitcast=True)
+            d2 = d2n.to(tl.uint32, bitcast=True)
+            sb = sbn
+            more = (unit + (k0 + BK) // 32) * 32 < K
+            p += U * 3
+            d0n = tl.load(p, mask=more)
+            d1n = tl.load(p + 1, mask=more)
+            d2n = tl.load(p + 2, mask=more)
+            sbn = tl.load(srow[:, None] + (unit + (k0 + BK) // 32), mask=more)
+            # a unit is one little-endian 96-bit number holding four 24-bit code words
+            first = vec_ptr + (k0 // 32 + unit)
+            part = _word_dots(d0, first, pstride, vtab_ptr, t0, t1, t2, t3, FMT, ASM)
+            part += _word_dots((d0 >> 24) | (d1 << 8), first + K // 32, pstride, vtab_ptr, t0, t1, t2, t3,
+                               FMT, ASM)
+            part += _word_dots((d1 >> 16) | (d2 << 16), first + 2 * (K // 32), pstride, vtab_ptr, t0, t1, t2,
+                               t3, FMT, ASM)
+            part += _word_dots(d2 >> 8, first + 3 * (K // 32), pstride, vtab_ptr, t0, t1, t2, t3, FMT, ASM)
+            acc += part * _scale(sb, stab_ptr, FMT)
+        return tl.sum(acc, axis=1) * _scale_unit(FMT)
+    else:
+        unit = tl.arange(0, U)[None, :, None]
+        word = tl.arange(0, 4)[None, None, :]
+        p = wrow[:, None, None] + unit * 4 + word
+        # each word's group scale (NVFP4: words 0-1 and 2-3 of a unit have their own)
+        q = srow[:, None, None] + unit * (32 // GROUP) + word // (GROUP // 8)
+        wn = tl.load(p)
+        sbn = tl.load(q)
+        acc = tl.zeros([R, U, 4], dtype=tl.float32)
+        for k0 in range(0, K, BK):
+            words = wn.to(tl.uint32, bitcast=True)
+            sb = sbn
+            more = (unit + (k0 + BK) // 32) * 32 < K
+            wn = tl.load(p + (k0 + BK) // 8, mask=more)
+            sbn = tl.load(q + (k0 + BK) // GROUP, mask=more)
+            first = vec_ptr + (k0 // 8 + unit * 4 + word)
+            part = _word_dots(words, first, pstride, vtab_ptr, t0, t1, t2, t3, FMT, ASM)
+            acc += part * _scale(sb, stab_ptr, FMT)
+        return tl.sum(tl.sum(acc, axis=2), axis=1) * _scale_unit(FMT)
+
+
+@triton.jit
+def _act_store(gate, up, hrow, cols, I, s2_ptr, rw, FMT: tl.constexpr, HAS_S2: tl.constexpr,
+               WEIGHT_ON_INPUT: tl.constexpr):
+    """silu(gate)·up of one row tile into the intermediate, in the tier's plane order."""
+    if HAS_S2:
+        gate *= tl.load(s2_ptr)
+        up *= tl.load(s2_ptr + 1)
+    if WEIGHT_ON_INPUT:
+        gate *= rw
+        up *= rw
+    tl.store(hrow + _plane_index(cols, I, FMT), gate * tl.sigmoid(gate) * up)
 
 
 @triton.jit(do_not_specialize=["topk"])
 def _gemv13_kernel(
-    x_ptr, stride_xm, ids_ptr, tw_ptr, topk, K, I, h_ptr, stride_h,
-    a_map, a_w, a_s, a_s2, a_swe, a_swn, a_sse, a_ssn, a_vtab, a_stab,
-    b_map, b_w, b_s, b_swe, b_swn, b_sse, b_ssn, b_vtab, b_stab,
+    xa_ptr, xb_ptr, stride_xm, ids_ptr, tw_ptr, topk, K, I, h_ptr, stride_h,
+    a_map, a_w, a_s, a_s2, a_swe, a_swn, a_sse, a_ssn, a_vtab, a_stab, a_t0, a_t1, a_t2,
+    b_map, b_w, b_s, b_swe, b_swn, b_sse, b_ssn, b_vtab, b_stab, b_t0, b_t1, b_t2, b_t3,
     A_FMT: tl.constexpr, A_GROUP: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
     A_HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+    ASM: tl.constexpr,
 ):
     p = tl.program_id(0)
     j = tl.program_id(1)
     g = tl.load(ids_ptr + p).to(tl.int32)
-    xrow = x_ptr + (p // topk).to(tl.int64) * stride_xm
+    xrow = (p // topk).to(tl.int64) * stride_xm
     cols = j * BN + tl.arange(0, BN)
-    hrow = h_ptr + p.to(tl.int64) * stride_h + cols
+    hrow = h_ptr + p.to(tl.int64) * stride_h
     la = tl.load(a_map + g) if HAS_A else -1
     lb = tl.load(b_map + g) if HAS_B else -1
     rw = tl.load(tw_ptr + p).to(tl.float32)
     if la >= 0:
-        gate = _rows_dot(a_w, a_s, la, j * BN, a_swe, a_swn, a_sse, a_ssn, xrow, K, a_vtab, a_stab,
-                         A_FMT, A_GROUP, BN, BK)
-        up = _rows_dot(a_w, a_s, la, I + j * BN, a_swe, a_swn, a_sse, a_ssn, xrow, K, a_vtab, a_stab,
-                       A_FMT, A_GROUP, BN, BK)
-        if A_HAS_S2:
-            gate *= tl.load(a_s2 + la * 2)
-            up *= tl.load(a_s2 + la * 2 + 1)
-        if WEIGHT_ON_INPUT:
-            gate *= rw
-            up *= rw
-        tl.store(hrow, (gate * tl.sigmoid(gate) * up).to(h_ptr.dtype.element_ty))
+        gu = _rows_dot(a_w, a_s, la, j * BN, I, a_swe, a_swn, a_sse, a_ssn, xa_ptr + xrow, K,
+                       a_vtab, a_stab, a_t0, a_t1, a_t2, 0, A_FMT, A_GROUP, 2 * BN, BK, ASM, True)
+        gate, up = tl.split(tl.reshape(gu, [BN, 2]))
+        _act_store(gate, up, hrow, cols, I, a_s2 + la * 2, rw, A_FMT, A_HAS_S2, WEIGHT_ON_INPUT)
     elif lb >= 0:
-        gate = _rows_dot(b_w, b_s, lb, j * BN, b_swe, b_swn, b_sse, b_ssn, xrow, K, b_vtab, b_stab,
-                         0, 32, BN, BK)
-        up = _rows_dot(b_w, b_s, lb, I + j * BN, b_swe, b_swn, b_sse, b_ssn, xrow, K, b_vtab, b_stab,
-                       0, 32, BN, BK)
-        if WEIGHT_ON_INPUT:
-            gate *= rw
-            up *= rw
-        tl.store(hrow, (gate * tl.sigmoid(gate) * up).to(h_ptr.dtype.element_ty))
+        gu = _rows_dot(b_w, b_s, lb, j * BN, I, b_swe, b_swn, b_sse, b_ssn, xb_ptr + xrow, K,
+                       b_vtab, b_stab, b_t0, b_t1, b_t2, b_t3, 0, 32, 2 * BN, BK, ASM, True)
+        gate, up = tl.split(tl.reshape(gu, [BN, 2]))
+        _act_store(gate, up, hrow, cols, I, a_s2, rw, 0, False, WEIGHT_ON_INPUT)
 
 
 @triton.jit
 def _gemv2_kernel(
     h_ptr, stride_h, ids_ptr, tw_ptr, I, y_ptr, stride_y,
-    a_map, a_w, a_s, a_s2, a_swe, a_swn, a_sse, a_ssn, a_vtab, a_stab,
-    b_map, b_w, b_s, b_swe, b_swn, b_sse, b_ssn, b_vtab, b_stab,
+    a_map, a_w, a_s, a_s2, a_swe, a_swn, a_sse, a_ssn, a_vtab, a_stab, a_t0, a_t1, a_t2,
+    b_map, b_w, b_s, b_swe, b_swn, b_sse, b_ssn, b_vtab, b_stab, b_t0, b_t1, b_t2, b_t3,
     A_FMT: tl.constexpr, A_GROUP: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
     A_HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+    ASM: tl.constexpr,
 ):
     p = tl.program_id(0)
     j = tl.program_id(1)
@@ -119,16 +265,16 @@ def _gemv2_kernel(
     lb = tl.load(b_map + g) if HAS_B else -1
     rw = tl.load(tw_ptr + p).to(tl.float32)
     if la >= 0:
-        acc = _rows_dot(a_w, a_s, la, j * BN, a_swe, a_swn, a_sse, a_ssn, hrow, I, a_vtab, a_stab,
-                        A_FMT, A_GROUP, BN, BK)
+        acc = _rows_dot(a_w, a_s, la, j * BN, 0, a_swe, a_swn, a_sse, a_ssn, hrow, I, a_vtab, a_stab,
+                        a_t0, a_t1, a_t2, 0, A_FMT, A_GROUP, BN, BK, ASM, False)
         if A_HAS_S2:
             acc *= tl.load(a_s2 + la)
         if not WEIGHT_ON_INPUT:
             acc *= rw
         tl.store(yrow, acc)
     elif lb >= 0:
-        acc = _rows_dot(b_w, b_s, lb, j * BN, b_swe, b_swn, b_sse, b_ssn, hrow, I, b_vtab, b_stab,
-                        0, 32, BN, BK)
+        acc = _rows_dot(b_w, b_s, lb, j * BN, 0, b_swe, b_swn, b_sse, b_ssn, hrow, I, b_vtab, b_stab,
+                        b_t0, b_t1, b_t2, b_t3, 0, 32, BN, BK, ASM, False)
         if not WEIGHT_ON_INPUT:
             acc *= rw
         tl.store(yrow, acc)
@@ -148,34 +294,44 @@ def _reduce_topk_kernel(y_ptr, stride_y, out_ptr, stride_o, topk, N, BR: tl.cons
     tl.store(out_ptr + t.to(tl.int64) * stride_o + cols, acc.to(out_ptr.dtype.element_ty), mask=m)
 
 
-def launch_decode(a, b, x, topk_weights_flat, ids_flat, topk, h, y, out, weight_on_input, cfg):
-    """a / b: TritonTier of the kept / NF3 tier (either may be None)."""
+def launch_decode(a, b, x, topk_weights_flat, ids_flat, topk, planes, h, y, out, weight_on_input, cfg, asm):
+    """a / b: TritonTier of the kept / NF3 tier (either may be None). ``planes``: fp32
+    scratch [2, ≥ tokens, hidden] for the plane-order activations; ``h``: fp32 [pairs, I];
+    ``y``: fp32 [pairs, hidden]. ``asm``: decode by inline PTX (False under the interpreter)."""
+    import torch
+
     empty = (a or b).scales
-    hidden, inter = x.shape[1], (a or b).tier.inter
+    no_words = empty.view(torch.int32)[:0]  # an absent tier's weights: typed like the real ones
+    m, hidden = x.shape
+    inter = (a or b).tier.inter
     pairs = ids_flat.numel()
 
     def args(stage):
         res = []
         for t in (a, b):
             if t is None:
-                res.append((empty, empty, empty, empty, 0, 0, 0, 0, empty, empty))
+                res.append((empty, no_words, empty, empty, 0, 0, 0, 0, empty, empty))
                 continue
             tw = t.tier
-            w = tw.w13 if stage == 13 else tw.w2
+            w = (tw.w13 if stage == 13 else tw.w2).view(torch.int32)
             s = t.w13_scale if stage == 13 else t.w2_scale
             s2 = tw.w13_scale_2 if stage == 13 else tw.w2_scale_2
             res.append((tw.local_map, w, s, s2 if s2 is not None else empty, w.stride(0), w.stride(1),
                         s.stride(0), s.stride(1), t.values, t.scales))
         ra, rb = res
-        return ra, rb[:3] + rb[4:]  # tier B (NF3) has no global scale argument
+        # tier B (NF3) has no global scale argument; the tables go in as registers
+        return ra + ptx_decode.E2M1_TABLE_WORDS, rb[:3] + rb[4:] + (b.table_words if b is not None else (0, 0, 0, 0))
 
     common = dict(A_FMT=a.fmt if a else 1, A_GROUP=(16 if a.fmt == 1 else 32) if a else 16,
                   HAS_A=a is not None, HAS_B=b is not None,
                   A_HAS_S2=bool(a is not None and a.tier.w13_scale_2 is not None),
-                  WEIGHT_ON_INPUT=weight_on_input, num_warps=cfg["warps"])
+                  WEIGHT_ON_INPUT=weight_on_input, ASM=asm, num_warps=cfg["warps"])
+    xa, xb = planes[0, :m], planes[1, :m]
+    blk = min(1024, triton.next_power_of_2(hidden))
+    _planes_kernel[(m, triton.cdiv(hidden, blk))](x, x.stride(0), xa, xb, xa.stride(0), hidden, BLOCK=blk)
     ra, rb = args(13)
     _gemv13_kernel[(pairs, inter // cfg["BN13"])](
-        x, x.stride(0), ids_flat, topk_weights_flat, topk, hidden, inter, h, h.stride(0), *ra, *rb,
+        xa, xb, xa.stride(0), ids_flat, topk_weights_flat, topk, hidden, inter, h, h.stride(0), *ra, *rb,
         BN=cfg["BN13"], BK=min(cfg["BK13"], hidden), **common)
     ra, rb = args(2)
     _gemv2_kernel[(pairs, hidden // cfg["BN2"])](

@@ -1,0 +1,59 @@
+"""The decode GEMV's inline-PTX bit logic, checked on the CPU: the same instruction lists
+that are rendered into the kernel are interpreted in Python and compared with the format
+decoders (the Triton interpreter cannot run inline assembly; the GPU tests run it)."""
+import re
+
+import pytest
+import torch
+
+from nf3_hybrid.formats import e2m1, nf3
+from nf3_hybrid.kernels import ptx_decode
+
+
+def _fp16_values(bits):
+    return torch.tensor(bits, dtype=torch.int32).to(torch.int16).view(torch.float16).float()
+
+
+@pytest.mark.parametrize("codebook", [None, (-1.3, -0.7, -0.31, -0.05, 0.02, 0.4, 0.77, 2.5)])
+def test_nf3_words_decode_to_the_codebook(codebook):
+    levels = nf3.validate_codebook(codebook)
+    words = ptx_decode.nf3_table_words(levels)
+    gen = torch.Generator().manual_seed(0)
+    codes = torch.randint(0, 8, (64, 32), generator=gen)
+    packed = nf3.pack(codes)  # [64, 12] bytes: four 24-bit words per row
+    want = torch.tensor(levels, dtype=torch.float32).half().float()[codes]
+    for r in range(codes.shape[0]):
+        for j in range(4):
+            b = packed[r, 3 * j: 3 * j + 3].tolist()
+            # the kernel hands over 32 bits whose top byte belongs to the next word
+            word = b[0] | (b[1] << 8) | (b[2] << 16) | (int(torch.randint(0, 256, (1,), generator=gen)) << 24)
+            got = _fp16_values(ptx_decode.emulate("nf3", word, words))
+            assert torch.equal(got, want[r, 8 * j: 8 * j + 8]), (r, j, got, want[r, 8 * j: 8 * j + 8])
+
+
+def test_e2m1_words_decode_like_the_format():
+    gen = torch.Generator().manual_seed(1)
+    codes = torch.randint(0, 16, (256, 8), generator=gen)
+    packed = e2m1.pack(codes)  # [256, 4] bytes, even column in the low nibble
+    want = e2m1.decode(codes)
+    for r in range(codes.shape[0]):
+        word = int.from_bytes(bytes(packed[r].tolist()), "little")
+        got = _fp16_values(ptx_decode.emulate("e2m1", word))
+        # -0 stays -0: compare bits too
+        assert torch.equal(got, want[r]) and torch.equal(torch.signbit(got), torch.signbit(want[r])), r
+
+
+def test_rendered_ptx_uses_each_operand():
+    for asm, cons in ((ptx_decode.NF3_DOT_ASM, ptx_decode.NF3_DOT_CONSTRAINTS),
+                      (ptx_decode.E2M1_DOT_ASM, ptx_decode.E2M1_DOT_CONSTRAINTS)):
+        n = len(cons.split(","))
+        used = {int(m) for m in re.findall(r"\$(\d+)", asm)}
+        assert used == set(range(n)), (used, n)
+        assert asm.count("{") == asm.count("}")
+
+
+def test_table_words_need_eight_levels():
+    with pytest.raises(ValueError, match="8 levels"):
+        ptx_decode.nf3_table_words([0.0] * 7)
+    # fit int32 kernel arguments
+    assert all(-(2 ** 31) <= w < 2 ** 31 for w in ptx_decode.nf3_table_words(nf3.CODEBOOK))
