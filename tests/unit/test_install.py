@@ -63,6 +63,21 @@ def test_install_check_uninstall_cycle(bare_venv):
     assert gone.returncode != 0 and "No module named 'nf3_hybrid'" in gone.stderr
 
 
+def test_b12x_nf3_profile_is_opt_in_and_states_the_conflict(bare_venv):
+    py, _ = bare_venv
+    p = sh("--python", py, "--force", "--profile", "b12x-nf3", "--dry-run", check=True)
+    assert "would run:" in p.stdout and "--no-deps b12x==1.1.0 nvidia-cutlass-dsl==4.6.0" in p.stdout
+    assert "fastsafetensors==0.5.0" in p.stdout
+    for said in ("Version conflict", "pins nvidia-cutlass-dsl 4.8.0", "Verified on a CPU", "Never run",
+                 "HYBRID_KEPT=b12x (kept tier) with HYBRID_NF3=fast"):
+        assert said in p.stderr, said
+    default = sh("--python", py, "--force", "--dry-run", check=True)
+    assert "b12x==1.5.1" in default.stdout and "Version conflict" not in default.stderr
+    bad = sh("--python", py, "--profile", "fast")
+    assert bad.returncode == 2 and "unknown profile 'fast' (profiles: default, b12x-nf3)" in bad.stderr
+    sh("--python", py, "--uninstall", check=True)
+
+
 def _doctor(env=None):
     e = dict(os.environ)
     for k in [k for k in e if k.startswith("HYBRID_")]:
@@ -102,6 +117,7 @@ def test_dockerfile_lints_and_pins_the_same_vllm():
     assert re.search(r"^ARG VLLM_VERSION=(\S+)$", text, re.M).group(1) == versions["VLLM"]
     assert "FROM vllm/vllm-openai:v${VLLM_VERSION}" in text
     assert "install_overlay.sh" in text and "ENTRYPOINT" not in text  # base image's vllm serve stays
+    assert re.search(r"^ARG NF3_HYBRID_PROFILE=default$", text, re.M) and '--profile "${NF3_HYBRID_PROFILE}"' in text
     init = (ROOT / "overlay" / "nf3_hybrid" / "__init__.py").read_text()
     assert re.search(r"^ARG NF3_HYBRID_VERSION=(\S+)$", text, re.M).group(1) in init
 

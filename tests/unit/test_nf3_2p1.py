@@ -89,3 +89,27 @@ def test_byte_equal_to_b12x_1_1_0_packers(tmp_path):
         for e in range(2):
             assert torch.equal(nf3_2p1.pack_codes(codes[e], tile_n), words[e]), key
             assert torch.equal(nf3_2p1.pack_scales(scales[e]), sbytes[e]), key
+
+
+def test_capability_probe_recognises_b12x_1_1_0():
+    """Selection by what the installed b12x exports: the real b12x 1.1.0 (side
+    environment) is recognised as NF3-capable (an earlier probe looked in module paths
+    1.1.0 does not have and refused it), and HYBRID_KEPT=b12x_nf3 then gets past the
+    b12x check on an SM120 device."""
+    import json
+
+    from nf3_hybrid.backends.select import BackendError, DeviceInfo, choose
+
+    if not SIDE_PY.is_file():
+        pytest.fail(f"{SIDE_PY} is missing: `make test` builds the b12x 1.1.0 side environment")
+    p = subprocess.run([str(SIDE_PY), "-c", "import json; from nf3_hybrid.backends.b12x_support import capabilities; "
+                        "print(json.dumps(capabilities()))"], capture_output=True, text=True, timeout=300,
+                       env={"PYTHONPATH": str(ROOT / "overlay"), "PATH": "/usr/bin:/bin"})
+    assert p.returncode == 0, p.stderr[-2000:]
+    caps = json.loads(p.stdout.strip().splitlines()[-1])
+    assert caps["version"] == "1.1.0" and caps["w4a16"] and caps["nf3"], caps
+    sm120 = DeviceInfo("cuda", (12, 0), "RTX PRO 6000")
+    nf3_module_missing = lambda m: "not in this build" if m.endswith("b12x_nf3") else None  # noqa: E731
+    with pytest.raises(BackendError, match="not part of this nf3-hybrid build") as e:
+        choose("b12x_nf3", "fast", sm120, probe=nf3_module_missing, caps_fn=lambda: caps)
+    assert "nf3_2p1" not in str(e.value)  # it got past the capability check

@@ -14,17 +14,27 @@ NF3_LAYOUT = "nf3_2p1"
 NF3_RELEASE = "1.1.0"
 
 
-def _layouts(mod) -> set:
-    for name in ("_W4A16_WEIGHT_LAYOUTS", "W4A16_WEIGHT_LAYOUTS"):
-        got = getattr(mod, name, None)
-        if got:
-            return {str(x) for x in got}
-    return set()
+# where b12x 1.1.0 keeps the NF3 preparation and the two-tier (NVFP4 + NF3) W4A16 kernel;
+# internal modules, so they are looked up by name and every name is checked
+_NF3_PREPARE = ("b12x.moe._shared.kernels.w4a16.prepare", ("prepare_nf3_moe_weights", "_nf3_pack_code_experts",
+                                                           "_nf3_pack_scale_experts",
+                                                           "prepare_w4a16_modelopt_nvfp4_weights"))
+_NF3_KERNEL = ("b12x.moe._shared.kernels.w4a16.kernel", ("run_w4a16_moe_hybrid", "build_w4a16_tier_local_map",
+                                                         "compile_w4a16_fused_moe_hybrid"))
+
+
+def _exports(modname: str, names) -> bool:
+    try:
+        mod = importlib.import_module(modname)
+    except ImportError:
+        return False
+    return all(hasattr(mod, n) for n in names)
 
 
 def capabilities() -> dict:
-    """{"version", "w4a16" (fused-MoE W4A16 API present), "nf3" (nf3_2p1 layout present),
-    "error" (why b12x could not be inspected, if it could not)}."""
+    """{"version", "w4a16" (fused-MoE W4A16 API present), "nf3" (the nf3_2p1 NF3
+    preparation and the two-tier NVFP4 + NF3 W4A16 kernel present), "error" (why b12x
+    could not be inspected, if it could not)}."""
     try:
         version = md.version("b12x")
     except md.PackageNotFoundError:
@@ -36,14 +46,5 @@ def capabilities() -> dict:
         caps["error"] = f"{type(exc).__name__}: {exc}"
         return caps
     caps["w4a16"] = all(hasattr(fm, n) for n in ("plan_weights", "prepare_weights", "plan_execution", "bind", "run"))
-    layouts = set()
-    for modname in ("b12x.moe.fused_moe._impl", "b12x.moe.fused.w4a16.prepare", "b12x.moe.fused.w4a16.host"):
-        try:
-            mod = importlib.import_module(modname)
-        except ImportError:
-            continue
-        layouts |= _layouts(mod)
-        if hasattr(mod, "_nf3_pack_code_experts"):
-            layouts.add(NF3_LAYOUT)
-    caps["nf3"] = NF3_LAYOUT in layouts
+    caps["nf3"] = _exports(*_NF3_PREPARE) and _exports(*_NF3_KERNEL)
     return caps

@@ -56,9 +56,9 @@ def _module_problem(module: str) -> Optional[str]:
 
 # name → (module holding the backend classes, what it needs)
 _TRITON_MODULE = "nf3_hybrid.backends.triton_tiers"
-# the b12x backends (SM120/121) live with the vLLM patch; not part of this build yet
+# the b12x backends (SM120/121; built, never run — no such GPU here)
 _B12X_MODULE = "nf3_hybrid.vllm_patch.b12x_kept"
-_B12X_NF3_MODULE = "nf3_hybrid.vllm_patch.b12x_nf3"
+_B12X_NF3_MODULE = "nf3_hybrid.backends.b12x_nf3"
 
 
 def _nf3_b12x_missing(caps: Optional[dict]) -> str:

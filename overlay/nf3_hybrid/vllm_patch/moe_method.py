@@ -191,11 +191,16 @@ class HybridNvFp4FusedMoE(FusedMoEMethodBase):
                                        max(self.plan.count(KEPT), self.plan.count(NF3_TIER)))
         backends = {}
         for tier, name in ((KEPT, choice.kept), (NF3_TIER, choice.nf3)):
-            tw = self._tier_weights(layer, tier)
-            self.tiers[tier] = tw
-            backends[tier] = backend_class(name, tw.fmt)(tw)
+            self.tiers[tier] = self._tier_weights(layer, tier)
+            if name != "b12x_nf3":
+                backends[tier] = backend_class(name, self.tiers[tier].fmt)(self.tiers[tier])
+        if choice.kept == "b12x_nf3":  # one b12x launch serves both tiers
+            backends[KEPT] = backend_class("b12x_nf3", NF3)(self.tiers[KEPT], self.tiers[NF3_TIER])
         self.backends = backends
         if f.tier != "both":
+            if choice.kept == "b12x_nf3":
+                raise HybridConfigError(f"HYBRID_TIER={f.tier} isolates one tier, but HYBRID_KEPT=b12x_nf3 runs both "
+                                        "in one b12x launch; use HYBRID_KEPT=b12x (or triton) to isolate a tier")
             keep = KEPT if f.tier == "a" else NF3_TIER
             _once(("tier", f.tier), "nf3-hybrid: HYBRID_TIER=%s: only the %s tier runs, the other contributes "
                   "nothing (debugging isolation)", f.tier, TIER_NAMES[keep])
