@@ -299,8 +299,8 @@ def sweep(inter=512, log=print, classes=None) -> dict:
     ex = LayerExecutor({0: TritonTier(random_tier("nvfp4", Kn, H, inter, kmap, 1), ws),
                         1: TritonTier(random_tier("nf3", E - Kn, H, inter, nmap, 2), ws)}, H)
     chosen, trials = {}, []
-    default = {"gemv": triton_tiers.kernel_config(1, False), "small": triton_tiers.kernel_config(64, False),
-               "large": triton_tiers.kernel_config(2048, False)}
+    default = {"gemv": triton_tiers.kernel_config(1, False), "small": triton_tiers.grouped_config(64, False),
+               "large": triton_tiers.grouped_config(2048, False)}
     gemv_tokens = executor_mod.GEMV_TOKENS
     for cls, cands in SWEEP.items():
         if classes and cls not in classes:

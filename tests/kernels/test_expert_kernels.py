@@ -61,8 +61,12 @@ def test_split_k_decode_path_and_buffer_left_zero(kept_fmt, m, monkeypatch):
     per-pair path switched off): correct, and the shared split-K buffer is all-zero
     again afterwards (no step clears it)."""
     from nf3_hybrid.backends import executor
+    from nf3_hybrid.kernels import expert_mlp
 
     monkeypatch.setattr(executor, "GEMV_TOKENS", 0)
+    splits = []
+    real_split = expert_mlp._split
+    monkeypatch.setattr(expert_mlp, "_split", lambda *a: splits.append(real_split(*a)) or splits[-1])
     ref, tri, ws = build(kept_fmt, 6, 16, 128, 64, 64, 4, seed=m + 50)
     w, ids = routing(m, 16, 4, seed=m, device=DEV)
     x = (torch.randn(m, 128, generator=torch.Generator().manual_seed(m)) * 2).to(torch.bfloat16).to(DEV)
@@ -70,6 +74,7 @@ def test_split_k_decode_path_and_buffer_left_zero(kept_fmt, m, monkeypatch):
         poison(ws)
         assert rel(tri.forward(x, w, ids, on_input), ref.forward(x, w, ids, on_input)) < TOL
         assert int(torch.count_nonzero(ws.gate_up)) == 0
+    assert max(splits) > 1  # the split-K tiles did run
 
 
 @pytest.mark.parametrize("n_kept", [0, 16])
@@ -144,7 +149,8 @@ def test_e2m1_decoded_by_shifts(kept_fmt, monkeypatch):
     interp = triton_tiers.interpret()
     from nf3_hybrid.backends import executor
 
-    cfgs = {c: dict(triton_tiers.kernel_config(m, interp), magic=1) for c, m in (("gemv", 1), ("small", 20), ("large", 99))}
+    cfgs = {"gemv": dict(triton_tiers.kernel_config(1, interp)),
+            **{c: dict(triton_tiers.grouped_config(m, interp), magic=1) for c, m in (("small", 20), ("large", 99))}}
     monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", cfgs)
     monkeypatch.setattr(executor, "GEMV_TOKENS", 16)  # 20 tokens: the grouped decode tiles
     ref, tri, ws = build(kept_fmt, 9, 16, 128, 64, 80, 4, seed=77)

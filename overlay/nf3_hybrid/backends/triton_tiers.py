@@ -37,20 +37,31 @@ class CapacityError(RuntimeError):
 
 
 def kernel_config(m: int, interp: bool) -> dict:
-    """Tile shapes by batch size: small batches stream weights (memory-bound: split-K for
-    more programs in flight), large ones feed tensor cores (compute-bound)."""
+    """Tile shapes for a batch of m tokens: the per-pair decode GEMV up to GEMV_TOKENS,
+    else the grouped path's (``grouped_config``)."""
+    if m > GEMV_TOKENS:
+        return grouped_config(m, interp)
     if CONFIG_OVERRIDE is not None:
-        return dict(CONFIG_OVERRIDE[m <= GEMV_TOKENS and "gemv" or m <= DECODE_TOKENS and "small" or "large"])
+        return dict(CONFIG_OVERRIDE["gemv"])
     if interp:
-        if m <= GEMV_TOKENS:
-            return dict(BN13=16, BK13=64, BN2=32, BK2=64, warps=4)
+        return dict(BN13=16, BK13=64, BN2=32, BK2=64, warps=4)
+    # the fastest candidate of bench/results/bench_moe_h200_gemv_sweep.json
+    return dict(BN13=4, BK13=512, BN2=8, BK2=256, warps=2)
+
+
+def grouped_config(m: int, interp: bool) -> dict:
+    """Tiles of the routing-sorted grouped GEMMs: up to DECODE_TOKENS tokens they stream
+    weights (memory-bound: split-K for more programs in flight), above they feed tensor
+    cores (compute-bound). Chosen by m alone, so whatever sends a small batch here (a
+    lowered GEMV threshold, the benchmark's sweep) gets the decode tiles."""
+    if CONFIG_OVERRIDE is not None:
+        return dict(CONFIG_OVERRIDE["small" if m <= DECODE_TOKENS else "large"])
+    if interp:
         if m <= DECODE_TOKENS:
             return dict(BM=16, BN13=16, BK13=64, SPLIT13=2, BN2=32, BK2=128, SPLIT2=2, warps=4, stages=1)
         return dict(BM=16, BN13=32, BK13=128, BN2=32, BK2=128, warps=4, stages=1)
     # fastest of the candidates timed by `nf3-hybrid bench --sweep` on the H200 (GLM-5.2
     # shape, I=512; bench/results/bench_moe_h200_dev_sweep.json, "kernel_configs")
-    if m <= GEMV_TOKENS:
-        return dict(BN13=4, BK13=512, BN2=8, BK2=256, warps=2)
     if m <= DECODE_TOKENS:
         return dict(BM=16, BN13=64, BK13=128, SPLIT13=4, BN2=64, BK2=128, SPLIT2=2, warps=4, stages=3)
     return dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1)
@@ -98,8 +109,8 @@ class Workspace:
         self.chunk = min(self.max_tokens, CHUNK_TOKENS)
         pairs = self.chunk * self.topk
         cap = blocks = 0
-        for m in (GEMV_TOKENS + 1, max(self.chunk, DECODE_TOKENS + 1)):  # both grouped-GEMM block sizes
-            c, b = align.capacity(pairs, self.n_local, kernel_config(m, interpret())["BM"])
+        for m in (1, max(self.chunk, DECODE_TOKENS + 1)):  # both grouped-GEMM block sizes
+            c, b = align.capacity(pairs, self.n_local, grouped_config(m, interpret())["BM"])
             cap, blocks = max(cap, c), max(blocks, b)
         nb = _bins(self.n_local)
         d = self.device
@@ -117,7 +128,7 @@ class Workspace:
         # split-K gate/up sums of decode-sized calls; all-zero between calls (the kernel
         # that consumes a row zeroes it), so it is cleared once, here
         small, _ = align.capacity(min(self.chunk, DECODE_TOKENS) * self.topk, self.n_local,
-                                  kernel_config(min(self.chunk, DECODE_TOKENS), interpret()).get("BM", 16))
+                                  grouped_config(min(self.chunk, DECODE_TOKENS), interpret())["BM"])
         self.gate_up = torch.zeros((small, 2 * self.inter), dtype=torch.float32, device=d)
         self.out = torch.empty((self.chunk, self.hidden), dtype=torch.float32, device=d)
 
@@ -239,7 +250,7 @@ def run_chunk(tiers, maps, out, x, topk_weights, topk_ids, weights_on_input, zer
     ws = tiers[0].ws
     m, topk = topk_ids.shape
     ids, tw = _flat_routing(topk_weights, topk_ids)
-    cfg = kernel_config(max(m, GEMV_TOKENS + 1), interpret())  # grouped-GEMM tiles, even for few tokens
+    cfg = grouped_config(m, interpret())
     pairs = ids.numel()
     cap, blocks = align.capacity(pairs, ws.n_local, cfg["BM"])
     t_n = len(tiers)
