@@ -23,6 +23,8 @@ What this module has to get right, and how each piece was checked:
   global ids (:func:`tier_global_ids`; checked on the CPU).
 - what the kernel cannot do is refused at load (:func:`check_supported`): a checkpoint
   codebook other than b12x's built-in NF3 levels, an MXFP4 kept tier, an empty tier.
+- both tiers' checkpoint-layout tensors are released by the hybrid method once this
+  backend holds b12x's copies (``copies_formats``).
 
 **Never run**: b12x's preparation, compilation and kernels need an SM120/121 GPU, which
 we do not have. Not known until the first run there: whether [up; gate] is also what
@@ -107,6 +109,7 @@ class B12xNF3Backend(TierBackend):
 
     name = "b12x_nf3"
     graph_safe = True
+    copies_formats = (NVFP4, NF3)
 
     def __init__(self, kept: TierWeights, nf3_tier: TierWeights):
         super().__init__(kept)

@@ -45,6 +45,9 @@ class TierBackend:
     name = "base"
     # may run inside a captured CUDA graph (no host sync, no scratch allocation per call)
     graph_safe = False
+    # the tiers (formats) this backend has copied into a layout of its own at construction:
+    # their checkpoint-layout tensors are dead weight afterwards
+    copies_formats: tuple = ()
 
     def __init__(self, tier: TierWeights):
         self.tier = tier

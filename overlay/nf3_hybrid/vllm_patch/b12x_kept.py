@@ -18,9 +18,9 @@ expert) is checked on the CPU against b12x's own CPU reference,
 MXFP4 form (same rows, linear e8m0 K/32 scales) only against b12x's scale validator —
 b12x ships no CPU reference for it.
 :class:`B12xKeptBackend` itself — b12x's preparation, planning and kernels — needs an
-SM120/121 GPU, which we do not have: **it has never been run**. Known gap:
-the kept tier's checkpoint-layout tensors stay allocated next to b12x's prepared copy
-(vLLM's own b12x class releases them); to settle on the first SM120 run.
+SM120/121 GPU, which we do not have: **it has never been run**. Once b12x has its
+prepared copy, the hybrid method releases the kept tier's checkpoint-layout tensors
+(``copies_formats``; kept while HYBRID_DEBUG needs them for its reference).
 """
 from __future__ import annotations
 
@@ -86,6 +86,7 @@ class B12xKeptBackend(TierBackend):
 
     name = "b12x"
     graph_safe = True
+    copies_formats = (NVFP4, MXFP4)
 
     def __init__(self, tier: TierWeights, workspace=None):
         super().__init__(tier)

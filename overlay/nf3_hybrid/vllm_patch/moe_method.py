@@ -151,6 +151,31 @@ class HybridNvFp4FusedMoE(FusedMoEMethodBase):
         logger.debug("%s: %d %s + %d NF3 experts (tp %d/%d, I=%d per rank)", name, plan.count(KEPT),
                      kept_fmt, plan.count(NF3_TIER), mpc.tp_rank, mpc.tp_size, I)
 
+    def _release_copied(self, layer, backends, debug: bool) -> None:
+        """A backend that prepared its own copy of a tier (b12x) leaves that tier's
+        checkpoint-layout packed weights and block scales dead: release them (for the
+        kept tier of a GLM-5-class model, about a quarter of the experts' memory per GPU).
+        The per-expert global scales stay (small). HYBRID_DEBUG keeps everything: its
+        reference backend reads these tensors."""
+        formats = {fmt for b in backends.values() for fmt in getattr(b, "copies_formats", ())}
+        tiers = [t for t in (KEPT, NF3_TIER) if self.fmt[t] in formats and self.plan.count(t)]
+        if not tiers:
+            return
+        if debug:
+            _once(("debug-keeps",), "nf3-hybrid: HYBRID_DEBUG keeps the checkpoint-layout expert tensors next to "
+                  "the backend's own copy (its reference reads them)")
+            return
+        freed = 0
+        for tier in tiers:
+            for spec in tier_param_specs(self.fmt[tier], self.plan.count(tier), self.hidden, self.inter).values():
+                if spec.per_tensor:
+                    continue
+                p = getattr(layer, spec.name)
+                freed += p.numel() * p.element_size()
+                p.data = torch.empty((0,) + tuple(p.shape[1:]), dtype=p.dtype, device=p.device)
+        logger.debug("%s: released %.1f MiB of checkpoint-layout expert tensors (%s) the backend has copied",
+                     layer.layer_name, freed / 2**20, ", ".join(TIER_NAMES[t] for t in tiers))
+
     def _tier_weights(self, layer, tier: int) -> TierWeights:
         fmt = self.fmt[tier]
         pre = "nf3_scale" if fmt == NF3 else "weight_scale"
@@ -197,6 +222,7 @@ class HybridNvFp4FusedMoE(FusedMoEMethodBase):
         if choice.kept == "b12x_nf3":  # one b12x launch serves both tiers
             backends[KEPT] = backend_class("b12x_nf3", NF3)(self.tiers[KEPT], self.tiers[NF3_TIER])
         self.backends = backends
+        self._release_copied(layer, backends, f.debug)
         if f.tier != "both":
             if choice.kept == "b12x_nf3":
                 raise HybridConfigError(f"HYBRID_TIER={f.tier} isolates one tier, but HYBRID_KEPT=b12x_nf3 runs both "
