@@ -178,3 +178,22 @@ def test_profiling_marks_only_where_all_four_are_recorded(monkeypatch):
     tri.forward(torch.randn(30, 128).to(torch.bfloat16).to(DEV), w, ids, marks=evs)
     assert all(e.t is not None for e in evs)
 
+
+@pytest.mark.gpu
+def test_nf3_tiles_decoded_in_registers_on_gpu(monkeypatch):
+    """The grouped path with the NF3 tile decoded by inline PTX (tile option ``ptx``; the
+    Triton interpreter has no inline assembly, so this runs on the GPU host only)."""
+    if DEV != "cuda":
+        pytest.skip("inline PTX needs the GPU")
+    from nf3_hybrid.backends import executor, triton_tiers
+
+    cfgs = {"gemv": triton_tiers.kernel_config(1, False),
+            **{c: dict(triton_tiers.grouped_config(m, False), ptx=1) for c, m in (("small", 20), ("large", 999))}}
+    monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", cfgs)
+    monkeypatch.setattr(executor, "GEMV_TOKENS", 0)
+    ref, tri, ws = build("nvfp4", 16, 64, 1024, 512, 2048, 8, seed=9)
+    for m in (5, 64, 300, 2048):
+        w, ids = routing(m, 64, 8, seed=m, device=DEV)
+        x = (torch.randn(m, 1024, device=DEV) * 2).to(torch.bfloat16)
+        poison(ws)
+        assert rel(tri.forward(x, w, ids), ref.forward(x, w, ids)) < TOL, m

@@ -57,3 +57,16 @@ def test_table_words_need_eight_levels():
         ptx_decode.nf3_table_words([0.0] * 7)
     # fit int32 kernel arguments
     assert all(-(2 ** 31) <= w < 2 ** 31 for w in ptx_decode.nf3_table_words(nf3.CODEBOOK))
+
+
+def test_grouped_tile_asks_for_registers_only_where_it_can():
+    from nf3_hybrid.kernels.expert_mlp import FMT_NF3, FMT_NVFP4, ptx_words
+
+    words = ptx_decode.nf3_table_words(nf3.CODEBOOK)
+    assert ptx_words(FMT_NF3, {"ptx": 1}, words, dot_fp32=False) == words
+    assert ptx_words(FMT_NF3, {}, words, dot_fp32=False) is None  # the measured default: table lookups
+    assert ptx_words(FMT_NF3, {"ptx": 1}, words, dot_fp32=True) is None  # interpreter: no inline assembly
+    assert ptx_words(FMT_NVFP4, {"ptx": 1}, None, dot_fp32=False) is None
+    # the values variant renders the same instruction list, returning the eight halves
+    used = {int(m) for m in re.findall(r"\$(\d+)", ptx_decode.NF3_VALUES_ASM)}
+    assert used == set(range(13)) and ptx_decode.NF3_VALUES_CONSTRAINTS.count("=h") == 8

@@ -187,10 +187,12 @@ class TritonTier(TierBackend):
             return
         inter = self.ws.inter_cache[: sorted_ids.numel(), : t.inter]
         dot32 = interpret()
+        words = getattr(self, "table_words", None)
         expert_mlp.launch_w13(x, t.w13, self.w13_scale, t.w13_scale_2, sorted_ids, block_expert, tw, inter,
-                              self.ws.gate_up, self.values, self.scales, num_pairs, topk, t.inter, self.fmt, on_input, cfg, dot32)
+                              self.ws.gate_up, self.values, self.scales, num_pairs, topk, t.inter, self.fmt, on_input, cfg,
+                              dot32, words)
         expert_mlp.launch_w2(inter, t.w2, self.w2_scale, t.w2_scale_2, sorted_ids, block_expert, tw, out,
-                             self.values, self.scales, num_pairs, topk, t.inter, self.fmt, on_input, cfg, dot32)
+                             self.values, self.scales, num_pairs, topk, t.inter, self.fmt, on_input, cfg, dot32, words)
 
     def run_into(self, out, x, topk_weights, topk_ids, weights_on_input=False):
         if self.tier.num_experts == 0:

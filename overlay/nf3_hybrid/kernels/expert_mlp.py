@@ -30,7 +30,10 @@ load). Dequantization, and what the H200 measurements taught:
   That made prefill 2× faster (GLM-5.2 I=512, 2048 tokens: 10.7 → 5.2 ms), still 0.37×
   Marlin. Dequantizing into eight code planes with one MMA each (no interleave, no
   reshape) was measured slower (9.6 ms) and dropped. What remains is in the NF3 tile's
-  layout conversions (37 ``convert_layout``s in its TTGIR) — not solved.
+  layout conversions (37 ``convert_layout``s in its TTGIR). The tile option ``ptx``
+  decodes the codes in registers instead (the decode GEMV's byte permutes): compiled
+  for SM90, the w13 loop drops from 893 to 533 instructions and from 19 layout
+  conversions to 1 (BM=BN=BK=64) — not yet run on a GPU, so off by default.
 The tile is then one ``tl.dot`` operand (fp16, or bf16 for MXFP4 whose power-of-two
 scales can leave fp16's range). Under the interpreter (CPU tests) the dots are float32.
 
@@ -39,6 +42,11 @@ left operand and only the small activation tile is read transposed.
 """
 import triton
 import triton.language as tl
+
+from .ptx_decode import NF3_VALUES_ASM, NF3_VALUES_CONSTRAINTS
+
+_NF3_VALUES_ASM = tl.constexpr(NF3_VALUES_ASM)
+_NF3_VALUES_CONS = tl.constexpr(NF3_VALUES_CONSTRAINTS)
 
 FMT_NF3 = 0
 FMT_NVFP4 = 1
@@ -61,9 +69,11 @@ def _widen(s, TIMES: tl.constexpr):
 
 @triton.jit
 def _nf3_tile(w_ptr, s_ptr, e, row0, k0, stride_we, stride_wn, stride_se, stride_sn, vtab_ptr, stab_ptr,
-              BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr):
+              BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, PTX: tl.constexpr):
     """Dequantized W[row0:row0+BN, k0:k0+BK] (dtype DT) of NF3 expert e; ``w_ptr`` is the
-    packed tensor viewed as int32 (strides in words)."""
+    packed tensor viewed as int32 (strides in words). ``PTX``: None (codes looked up in
+    the table in memory) or the codebook's four table words (codes decoded in registers by
+    the decode GEMV's byte permutes, kernels/ptx_decode.py)."""
     G: tl.constexpr = BK // 32
     rows = (row0 + tl.arange(0, BN)).to(tl.int64)
     grp = k0 // 32 + tl.arange(0, G)
@@ -79,14 +89,27 @@ def _nf3_tile(w_ptr, s_ptr, e, row0, k0, stride_we, stride_wn, stride_se, stride
     words = tl.interleave(tl.interleave(w0, w2), tl.interleave(w1, w3))  # [BN, 4G]
     sbits = tl.load(s_ptr + e.to(tl.int64) * stride_se + rows[:, None] * stride_sn + grp[None, :])
     s = _widen(tl.load(stab_ptr + sbits.to(tl.int32)).to(DT), 4)  # [BN, 4G]: each word's group scale
-    v0 = tl.load(vtab_ptr + (words & 7)).to(DT) * s
-    v1 = tl.load(vtab_ptr + ((words >> 3) & 7)).to(DT) * s
-    v2 = tl.load(vtab_ptr + ((words >> 6) & 7)).to(DT) * s
-    v3 = tl.load(vtab_ptr + ((words >> 9) & 7)).to(DT) * s
-    v4 = tl.load(vtab_ptr + ((words >> 12) & 7)).to(DT) * s
-    v5 = tl.load(vtab_ptr + ((words >> 15) & 7)).to(DT) * s
-    v6 = tl.load(vtab_ptr + ((words >> 18) & 7)).to(DT) * s
-    v7 = tl.load(vtab_ptr + ((words >> 21) & 7)).to(DT) * s
+    if PTX is not None:
+        v0, v1, v2, v3, v4, v5, v6, v7 = tl.inline_asm_elementwise(
+            _NF3_VALUES_ASM, _NF3_VALUES_CONS, [words, PTX[0], PTX[1], PTX[2], PTX[3]],
+            dtype=(tl.float16,) * 8, is_pure=True, pack=1)
+        v0 = v0.to(DT) * s
+        v1 = v1.to(DT) * s
+        v2 = v2.to(DT) * s
+        v3 = v3.to(DT) * s
+        v4 = v4.to(DT) * s
+        v5 = v5.to(DT) * s
+        v6 = v6.to(DT) * s
+        v7 = v7.to(DT) * s
+    else:
+        v0 = tl.load(vtab_ptr + (words & 7)).to(DT) * s
+        v1 = tl.load(vtab_ptr + ((words >> 3) & 7)).to(DT) * s
+        v2 = tl.load(vtab_ptr + ((words >> 6) & 7)).to(DT) * s
+        v3 = tl.load(vtab_ptr + ((words >> 9) & 7)).to(DT) * s
+        v4 = tl.load(vtab_ptr + ((words >> 12) & 7)).to(DT) * s
+        v5 = tl.load(vtab_ptr + ((words >> 15) & 7)).to(DT) * s
+        v6 = tl.load(vtab_ptr + ((words >> 18) & 7)).to(DT) * s
+        v7 = tl.load(vtab_ptr + ((words >> 21) & 7)).to(DT) * s
     # code p of word w belongs at column 8w + p
     even = tl.interleave(tl.interleave(v0, v4), tl.interleave(v2, v6))
     odd = tl.interleave(tl.interleave(v1, v5), tl.interleave(v3, v7))
@@ -121,10 +144,11 @@ def _fp4_tile(w_ptr, s_ptr, e, row0, k0, stride_we, stride_wn, stride_se, stride
 
 @triton.jit
 def _weight_tile(w_ptr, s_ptr, e, row0, k0, stride_we, stride_wn, stride_se, stride_sn, vtab_ptr, stab_ptr,
-                 FMT: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, MAGIC: tl.constexpr):
+                 FMT: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, MAGIC: tl.constexpr,
+                 PTX: tl.constexpr):
     if FMT == 0:
         return _nf3_tile(w_ptr, s_ptr, e, row0, k0, stride_we, stride_wn, stride_se, stride_sn, vtab_ptr, stab_ptr,
-                         BN, BK, DT)
+                         BN, BK, DT, PTX)
     else:
         return _fp4_tile(w_ptr, s_ptr, e, row0, k0, stride_we, stride_wn, stride_se, stride_sn, vtab_ptr, stab_ptr,
                          16 if FMT == 1 else 32, BN, BK, DT, MAGIC)
@@ -153,7 +177,7 @@ def _w13_kernel(
     val_tab_ptr, scale_tab_ptr, P, topk, K, I,
     stride_we, stride_wn, stride_se, stride_sn,
     FMT: tl.constexpr, HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr, SPLIT: tl.constexpr,
-    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, MAGIC: tl.constexpr,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, MAGIC: tl.constexpr, PTX: tl.constexpr,
 ):
     b = tl.program_id(0)
     j = tl.program_id(1)
@@ -168,10 +192,10 @@ def _w13_kernel(
         kk = k0 + tl.arange(0, BK)
         xt = tl.load(x_ptr + tok[None, :] * stride_xm + kk[:, None], mask=valid[None, :], other=0.0).to(DT)
         wg = _weight_tile(w_ptr, s_ptr, e, j * BN, k0, stride_we, stride_wn, stride_se, stride_sn,
-                          val_tab_ptr, scale_tab_ptr, FMT, BN, BK, DT, MAGIC)
+                          val_tab_ptr, scale_tab_ptr, FMT, BN, BK, DT, MAGIC, PTX)
         acc_g += tl.dot(wg, xt)
         wu = _weight_tile(w_ptr, s_ptr, e, I + j * BN, k0, stride_we, stride_wn, stride_se, stride_sn,
-                          val_tab_ptr, scale_tab_ptr, FMT, BN, BK, DT, MAGIC)
+                          val_tab_ptr, scale_tab_ptr, FMT, BN, BK, DT, MAGIC, PTX)
         acc_u += tl.dot(wu, xt)
     cols = j * BN + tl.arange(0, BN)
     slots = (b * BM + tl.arange(0, BM)).to(tl.int64)
@@ -224,7 +248,7 @@ def _w2_kernel(
     val_tab_ptr, scale_tab_ptr, P, topk, K,
     stride_we, stride_wn, stride_se, stride_sn,
     FMT: tl.constexpr, HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr, SPLIT: tl.constexpr,
-    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, MAGIC: tl.constexpr,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, MAGIC: tl.constexpr, PTX: tl.constexpr,
 ):
     b = tl.program_id(0)
     j = tl.program_id(1)
@@ -238,7 +262,7 @@ def _w2_kernel(
         kk = k0 + tl.arange(0, BK)
         ht = tl.load(inter_ptr + slots[None, :] * stride_im + kk[:, None]).to(DT)
         w = _weight_tile(w_ptr, s_ptr, e, j * BN, k0, stride_we, stride_wn, stride_se, stride_sn,
-                         val_tab_ptr, scale_tab_ptr, FMT, BN, BK, DT, MAGIC)
+                         val_tab_ptr, scale_tab_ptr, FMT, BN, BK, DT, MAGIC, PTX)
         acc += tl.dot(w, ht)
     if HAS_S2:
         acc *= tl.load(s2_ptr + e)
@@ -254,6 +278,15 @@ def magic_scale_table(fmt: int, cfg: dict) -> bool:
     """Whether e2m1 codes are decoded by shifts rather than looked up; chosen per batch
     class by the benchmark's sweep."""
     return fmt != FMT_NF3 and bool(cfg.get("magic", 0))
+
+
+def ptx_words(fmt: int, cfg: dict, table_words, dot_fp32: bool):
+    """The NF3 tile's ``PTX`` argument: the codebook's table words when the tile config
+    asks for in-register decoding (``ptx``; not under the interpreter, which has no inline
+    assembly), else None. Built for the next GPU session's sweep: not yet timed."""
+    if fmt != FMT_NF3 or dot_fp32 or not cfg.get("ptx", 0) or table_words is None:
+        return None
+    return tuple(int(t) for t in table_words)
 
 
 def _split(k: int, bk: int, want: int) -> int:
@@ -272,7 +305,7 @@ def _packed(w, fmt):
 
 
 def launch_w13(x, w, s, s2, sorted_ids, block_expert, topk_weights, inter, gate_up, val_tab, scale_tab,
-               num_pairs, topk, inter_size, fmt, weight_on_input, cfg, dot_fp32):
+               num_pairs, topk, inter_size, fmt, weight_on_input, cfg, dot_fp32, table_words=None):
     """``gate_up``: the all-zero fp32 split-K buffer [slots ≥ sorted_ids, 2·I] (used when the
     config splits K; left all-zero again)."""
     K = x.shape[1]
@@ -290,6 +323,7 @@ def launch_w13(x, w, s, s2, sorted_ids, block_expert, topk_weights, inter, gate_
         wp.stride(0), wp.stride(1), s.stride(0), s.stride(1),
         FMT=fmt, HAS_S2=s2 is not None, WEIGHT_ON_INPUT=weight_on_input, SPLIT=split,
         BM=cfg["BM"], BN=cfg["BN13"], BK=bk, DT=_dot_dtype(fmt, dot_fp32), MAGIC=magic_scale_table(fmt, cfg),
+        PTX=ptx_words(fmt, cfg, table_words, dot_fp32),
         num_warps=cfg["warps"], num_stages=cfg["stages"],
     )
     if split > 1:
@@ -302,7 +336,7 @@ def launch_w13(x, w, s, s2, sorted_ids, block_expert, topk_weights, inter, gate_
 
 
 def launch_w2(inter, w, s, s2, sorted_ids, block_expert, topk_weights, out, val_tab, scale_tab,
-              num_pairs, topk, inter_size, fmt, weight_on_input, cfg, dot_fp32):
+              num_pairs, topk, inter_size, fmt, weight_on_input, cfg, dot_fp32, table_words=None):
     N = out.shape[1]
     bk = min(cfg["BK2"], inter_size)
     split = _split(inter_size, bk, cfg.get("SPLIT2", 1))
@@ -313,5 +347,6 @@ def launch_w2(inter, w, s, s2, sorted_ids, block_expert, topk_weights, out, val_
         wp.stride(0), wp.stride(1), s.stride(0), s.stride(1),
         FMT=fmt, HAS_S2=s2 is not None, WEIGHT_ON_INPUT=weight_on_input, SPLIT=split,
         BM=cfg["BM"], BN=cfg["BN2"], BK=bk, DT=_dot_dtype(fmt, dot_fp32), MAGIC=magic_scale_table(fmt, cfg),
+        PTX=ptx_words(fmt, cfg, table_words, dot_fp32),
         num_warps=cfg["warps"], num_stages=cfg["stages"],
     )

@@ -107,7 +107,25 @@ def _render(body: str, inputs: Sequence[str]) -> str:
     return "\n".join(out)
 
 
+def _render_values(body: str, inputs: Sequence[str]) -> str:
+    """The PTX block that returns the eight fp16 values themselves: $0..$7 (pack=1),
+    $8.. = ``inputs``."""
+    names = {name: f"${i + 8}" for i, name in enumerate(inputs)}
+    out = ["{", ".reg .b32 " + ", ".join(_TEMPS) + ";"]
+    for line in _lines(body):
+        op, rest = line.split(" ", 1)
+        args = [a.strip() for a in rest.rstrip(";").split(",")]
+        out.append(f"{op} " + ", ".join(names.get(a, a) for a in args) + ";")
+    for i in range(4):
+        out.append(f"mov.b32 {{${2 * i}, ${2 * i + 1}}}, q{i};")
+    out.append("}")
+    return "\n".join(out)
+
+
 NF3_DOT_ASM = _render(_NF3_BODY, _NF3_INPUTS)
+# the grouped (tensor-core) path's NF3 tile: the values, scaled and fed to tl.dot there
+NF3_VALUES_ASM = _render_values(_NF3_BODY, ("w", "L0", "L1", "H0", "H1"))
+NF3_VALUES_CONSTRAINTS = ",".join(["=h"] * 8 + ["r"] * 5)
 NF3_DOT_CONSTRAINTS = "=r," + ",".join(["r"] * len(_NF3_INPUTS))
 E2M1_DOT_ASM = _render(_E2M1_BODY, _E2M1_INPUTS)
 E2M1_DOT_CONSTRAINTS = "=r," + ",".join(["r"] * len(_E2M1_INPUTS))
