@@ -125,6 +125,14 @@ def finish_loading(runner):
     runner.routed_experts.quant_method.process_weights_after_loading(runner.routed_experts)
 
 
+def loaded_moe(ckpt_dir, layer: int):
+    """Layer ``layer``'s routed experts built, loaded (keyword convention) and processed."""
+    runner = build_moe(ckpt_dir, layer)
+    load_keyword(runner, expert_tensors(ckpt_dir, layer), layer)
+    finish_loading(runner)
+    return runner
+
+
 def apply_routed(runner, x, topk_weights, topk_ids):
     re = runner.routed_experts
     return re.quant_method.apply(re, x, topk_weights, topk_ids, None, None)

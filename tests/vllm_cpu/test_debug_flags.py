@@ -23,10 +23,7 @@ def flag_env(monkeypatch):
 
 
 def _layer(ckpt):
-    runner = H.build_moe(ckpt, LAYER)
-    H.load_keyword(runner, H.expert_tensors(ckpt, LAYER), LAYER)
-    H.finish_loading(runner)
-    return runner
+    return H.loaded_moe(ckpt, LAYER)
 
 
 @pytest.mark.parametrize("tier", ["a", "b"])

@@ -42,10 +42,7 @@ def copying_kept_tier(monkeypatch):
 
 
 def _layer(ckpt):
-    runner = H.build_moe(ckpt, LAYER)
-    H.load_keyword(runner, H.expert_tensors(ckpt, LAYER), LAYER)
-    H.finish_loading(runner)
-    return runner
+    return H.loaded_moe(ckpt, LAYER)
 
 
 def test_copied_tier_released_and_layer_still_serves(vllm_tp1, tiny_hybrid, copying_kept_tier):
@@ -67,3 +64,24 @@ def test_debug_keeps_them(vllm_tp1, tiny_hybrid, copying_kept_tier, monkeypatch)
     flags.reset_for_tests()
     re = _layer(tiny_hybrid).routed_experts
     assert re.w13_weight.numel() > 0 and re.w2_weight_scale.numel() > 0
+
+
+def test_b12x_nf3_refuses_tier_isolation_before_preparing(vllm_tp1, tiny_hybrid, monkeypatch):
+    import vllm.model_executor.layers.quantization.modelopt  # noqa: F401
+
+    from nf3_hybrid.bitmap import HybridConfigError
+    from nf3_hybrid.vllm_patch import moe_method
+
+    monkeypatch.setattr(moe_method, "choose", lambda *a, **k: Choice("b12x_nf3", "b12x_nf3", "test"))
+
+    def never(*a, **k):
+        raise AssertionError("no backend may be prepared")
+
+    monkeypatch.setattr(moe_method, "backend_class", never)
+    monkeypatch.setenv("HYBRID_TIER", "b")
+    flags.reset_for_tests()
+    try:
+        with pytest.raises(HybridConfigError, match="HYBRID_TIER=b isolates one tier, but HYBRID_KEPT=b12x_nf3"):
+            _layer(tiny_hybrid)
+    finally:
+        flags.reset_for_tests()

@@ -21,10 +21,7 @@ def tiny_mx(make_ckpt):
 @pytest.mark.parametrize("ckpt_name", ["tiny_hybrid", "tiny_mx"])
 def test_triton_tiers_on_checkpoint_tensors(vllm_tp1, ckpt_name, request):
     ckpt = request.getfixturevalue(ckpt_name)
-    runner = H.build_moe(ckpt, LAYER)
-    H.load_keyword(runner, H.expert_tensors(ckpt, LAYER), LAYER)
-    H.finish_loading(runner)
-    method = runner.routed_experts.quant_method
+    method = H.loaded_moe(ckpt, LAYER).routed_experts.quant_method
     kept, nf3 = method.tiers[KEPT], method.tiers[NF3]
     ws = Workspace(torch.device("cpu"))
     ws.reserve(80, 4, kept.hidden, kept.inter, max(kept.num_experts, nf3.num_experts))

@@ -87,14 +87,21 @@ def _lines(body: str) -> List[str]:
     return [ln.strip() for ln in body.strip().splitlines() if ln.strip()]
 
 
-def _render(body: str, inputs: Sequence[str]) -> str:
-    """The PTX block for tl.inline_asm_elementwise: $0 = fp32 dot, $1.. = ``inputs``."""
-    names = {name: f"${i + 1}" for i, name in enumerate(inputs)}
-    out = ["{", ".reg .b32 " + ", ".join(_TEMPS) + ";", ".reg .b16 h<8>;", ".reg .f32 f<8>, acc;"]
+def _renamed(body: str, names: Dict[str, str]) -> List[str]:
+    """The body's instructions with the named inputs replaced by their operands."""
+    out = []
     for line in _lines(body):
         op, rest = line.split(" ", 1)
         args = [a.strip() for a in rest.rstrip(";").split(",")]
         out.append(f"{op} " + ", ".join(names.get(a, a) for a in args) + ";")
+    return out
+
+
+def _render(body: str, inputs: Sequence[str]) -> str:
+    """The PTX block for tl.inline_asm_elementwise: $0 = fp32 dot, $1.. = ``inputs``."""
+    names = {name: f"${i + 1}" for i, name in enumerate(inputs)}
+    out = ["{", ".reg .b32 " + ", ".join(_TEMPS) + ";", ".reg .b16 h<8>;", ".reg .f32 f<8>, acc;"]
+    out += _renamed(body, names)
     for i in range(4):
         out.append(f"mov.b32 {{h{2 * i}, h{2 * i + 1}}}, q{i};")
     for i in range(8):
@@ -110,12 +117,8 @@ def _render(body: str, inputs: Sequence[str]) -> str:
 def _render_values(body: str, inputs: Sequence[str]) -> str:
     """The PTX block that returns the eight fp16 values themselves: $0..$7 (pack=1),
     $8.. = ``inputs``."""
-    names = {name: f"${i + 8}" for i, name in enumerate(inputs)}
     out = ["{", ".reg .b32 " + ", ".join(_TEMPS) + ";"]
-    for line in _lines(body):
-        op, rest = line.split(" ", 1)
-        args = [a.strip() for a in rest.rstrip(";").split(",")]
-        out.append(f"{op} " + ", ".join(names.get(a, a) for a in args) + ";")
+    out += _renamed(body, {name: f"${i + 8}" for i, name in enumerate(inputs)})
     for i in range(4):
         out.append(f"mov.b32 {{${2 * i}, ${2 * i + 1}}}, q{i};")
     out.append("}")

@@ -214,6 +214,9 @@ class HybridNvFp4FusedMoE(FusedMoEMethodBase):
             max_tokens = f.max_tokens or self.moe.max_num_tokens
             Workspace.get(dev).reserve(max_tokens, self.moe.experts_per_token, self.hidden, self.inter,
                                        max(self.plan.count(KEPT), self.plan.count(NF3_TIER)))
+        if f.tier != "both" and choice.kept == "b12x_nf3":
+            raise HybridConfigError(f"HYBRID_TIER={f.tier} isolates one tier, but HYBRID_KEPT=b12x_nf3 runs both in "
+                                    "one b12x launch; use HYBRID_KEPT=b12x (or triton) to isolate a tier")
         backends = {}
         for tier, name in ((KEPT, choice.kept), (NF3_TIER, choice.nf3)):
             self.tiers[tier] = self._tier_weights(layer, tier)
@@ -224,9 +227,6 @@ class HybridNvFp4FusedMoE(FusedMoEMethodBase):
         self.backends = backends
         self._release_copied(layer, backends, f.debug)
         if f.tier != "both":
-            if choice.kept == "b12x_nf3":
-                raise HybridConfigError(f"HYBRID_TIER={f.tier} isolates one tier, but HYBRID_KEPT=b12x_nf3 runs both "
-                                        "in one b12x launch; use HYBRID_KEPT=b12x (or triton) to isolate a tier")
             keep = KEPT if f.tier == "a" else NF3_TIER
             _once(("tier", f.tier), "nf3-hybrid: HYBRID_TIER=%s: only the %s tier runs, the other contributes "
                   "nothing (debugging isolation)", f.tier, TIER_NAMES[keep])
