@@ -167,9 +167,10 @@ class TritonTier(TierBackend):
         if tier.fmt == NF3:
             levels = list(nf3.validate_codebook(tier.codebook))
             self.values = self.ws.table(f"nf3:{tier.codebook}", levels)
-            self.table_words = ptx_decode.nf3_table_words(levels)  # the decode GEMV's registers
+            self.table_words = ptx_decode.nf3_table_words(levels)  # the in-register decode's table
         else:
             self.values = self.ws.table("e2m1", e2m1.decode_table().tolist())
+            self.table_words = None  # e2m1's table is a constant of ptx_decode
         # e4m3 scales are exact in fp16; e8m0's powers of two need bf16's range (exact too).
         # NF3 levels are rounded to fp16 (≤ 2**-11 relative), as the dot operands are anyway.
         if tier.fmt == MXFP4:
@@ -187,7 +188,7 @@ class TritonTier(TierBackend):
             return
         inter = self.ws.inter_cache[: sorted_ids.numel(), : t.inter]
         dot32 = interpret()
-        words = getattr(self, "table_words", None)
+        words = self.table_words
         expert_mlp.launch_w13(x, t.w13, self.w13_scale, t.w13_scale_2, sorted_ids, block_expert, tw, inter,
                               self.ws.gate_up, self.values, self.scales, num_pairs, topk, t.inter, self.fmt, on_input, cfg,
                               dot32, words)
