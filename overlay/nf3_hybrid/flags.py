@@ -54,7 +54,7 @@ DOCS = {
         "per-tier GPU time of prefill-sized calls (more than 64 tokens) from CUDA events, harvested without host syncs; rank 0 logs ms per layer call per tier and the projected MoE time per forward every 256 profiled calls."
     ),
     'mxfp8_native': (
-        "serve the non-expert linears a hybrid checkpoint stores as MXFP8 (rev-3; listed in its hybrid_mxfp8_modules) through vLLM's own ModelOpt MXFP8 linear method instead of dequantizing them to bf16 on load: about half their memory. Not yet run on a GPU (see README)."
+        "serve the non-expert linears a hybrid checkpoint stores as MXFP8 (rev-3; listed in its hybrid_mxfp8_modules) through vLLM's own ModelOpt MXFP8 linear method instead of dequantizing them to bf16 on load: about half their memory."
     ),
     'act_capture': (
         "directory: rank 0 saves each MoE layer's input activations (fp16) and top-k expert ids for prefill-sized calls, in 8192-token chunks, for `nf3-hybrid quantize --gptq`; a failed write (full disk) stops the capture with one message, serving continues."
@@ -87,6 +87,9 @@ ENV_NAMES = {
     "disable": "HYBRID_DISABLE",
 }
 _CHOICES = {"kept": KEPT_BACKENDS, "nf3": NF3_BACKENDS, "tier": TIERS}
+# flags that change what a hybrid model holds or runs (its linear methods, parameters,
+# expert backends): part of vLLM's torch.compile cache key (vllm_patch/compile_cache.py)
+MODEL_FLAGS = ("kept", "nf3", "tier", "mxfp8_native", "max_tokens")
 
 
 def _bool(var: str, raw: str) -> bool:
@@ -149,6 +152,11 @@ def current() -> Flags:
 def reset_for_tests():
     global _current
     _current = None
+
+
+def model_factors(f: Flags) -> dict:
+    """The MODEL_FLAGS by variable name, as JSON-ready values."""
+    return {ENV_NAMES[name]: getattr(f, name) for name in MODEL_FLAGS}
 
 
 def table() -> str:

@@ -113,3 +113,39 @@ def test_broken_hook_never_stops_python_starting(tmp_path):
     p = subprocess.run([sys.executable, "-c", "print('alive')"], capture_output=True, text=True, env=e, timeout=60)
     assert p.returncode == 0 and p.stdout.strip() == "alive"
     assert [l for l in p.stderr.splitlines() if "hook not armed" in l and "hook is broken" in l]
+
+
+CACHE_KEY_PROBE = """
+import json
+import vllm.compilation.caching as caching
+import vllm.compilation.backends as backends
+import {modelopt}
+from vllm.config.utils import hash_factors
+f = caching.envs.compile_factors()
+assert backends.envs.compile_factors() == f
+print("RESULT", json.dumps({{"hash": hash_factors(f), "overlay": f.get("NF3_HYBRID")}}))
+""".format(modelopt=MODELOPT)
+
+
+def _cache_key(env):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("HYBRID_")}
+    e.update(env)
+    p = subprocess.run([sys.executable, "-c", CACHE_KEY_PROBE], capture_output=True, text=True, env=e, timeout=300)
+    line = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")]
+    assert p.returncode == 0 and line, p.stdout + p.stderr
+    return json.loads(line[0][7:])
+
+
+def test_flags_that_change_the_model_are_part_of_vllms_compile_cache_key():
+    """Both of vLLM's compile caches hash envs.compile_factors(); without the overlay in it
+    an engine with HYBRID_MXFP8_NATIVE=1 loaded the graph compiled without it (H200)."""
+    plain = _cache_key({})
+    assert plain["overlay"]["HYBRID_MXFP8_NATIVE"] is False and plain["overlay"]["version"]
+    native = _cache_key({"HYBRID_MXFP8_NATIVE": "1"})
+    ref = _cache_key({"HYBRID_KEPT": "ref", "HYBRID_NF3": "ref"})
+    assert len({plain["hash"], native["hash"], ref["hash"]}) == 3
+    # a flag that only logs keeps the key (no recompilation for HYBRID_DEBUG)
+    assert _cache_key({"HYBRID_DEBUG": "1"})["hash"] == plain["hash"]
+    # stock vLLM (overlay disabled) keeps vLLM's own factors
+    stock = _cache_key({"HYBRID_DISABLE": "1"})
+    assert stock["overlay"] is None and stock["hash"] != plain["hash"]

@@ -22,6 +22,7 @@ def install(modelopt) -> Optional[str]:
             "the hybrid overlay is not applied — set HYBRID_ALLOW_UNTESTED_VLLM=1 to try anyway"
         )
     # import everything first, then assign: a failure leaves vLLM untouched
+    from .compile_cache import patch_compile_factors
     from .config import patch_from_config
     from .moe_method import HybridNvFp4FusedMoE
     from .weight_iter import patch_default_loader
@@ -32,4 +33,5 @@ def install(modelopt) -> Optional[str]:
     patch_from_config(cfg_cls)
     cfg_cls.FusedMoEMethodCls = HybridNvFp4FusedMoE
     patch_default_loader()
+    patch_compile_factors()
     return None
