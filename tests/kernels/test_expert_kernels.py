@@ -18,9 +18,8 @@ TOL = 1.5e-2  # bf16 activations, bf16 intermediate cache and output
 
 
 def poison(ws):
-    ws.out.fill_(float("nan"))
     ws.inter_cache.fill_(float("nan"))
-    for t in (ws.planes, ws.pair_inter, ws.pair_out):
+    for t in (ws.planes, ws.pair_inter, ws.pair_rows):
         t.fill_(float("nan"))
     ws.sorted_ids.fill_(-7)
     ws.block_expert.fill_(123456)
@@ -106,6 +105,35 @@ def test_tokens_beyond_one_chunk_and_capacity():
     w, ids = routing(41, 16, 4, seed=9, device=DEV)
     with pytest.raises(CapacityError, match="a batch of 41 tokens exceeds the planned capacity of 40"):
         tri.forward(torch.zeros(41, 128, dtype=torch.bfloat16, device=DEV), w, ids)
+
+
+@pytest.mark.parametrize("m", [5, 70])
+def test_output_reproducible_and_experts_of_no_tier_skipped(m):
+    """Two experts belong to neither tier (expert parallelism: another rank holds them):
+    their pairs contribute nothing, and their never-written (poisoned) pair rows are not
+    read. Two runs of one batch give the same bits (rows summed in slot order), with the
+    sort order of the routing in between scrambled by other batches."""
+    kmap, nmap = split_experts(16, 5, 7)
+    for g in (3, 11):
+        kmap[g] = nmap[g] = -1
+    kmap, nmap = ([-1 if v < 0 else sum(u >= 0 for u in mp[:i]) for i, v in enumerate(mp)] for mp in (kmap, nmap))
+    a = make_tier("nvfp4", max(kmap) + 1, 128, 64, kmap, DEV, 8)
+    b = make_tier("nf3", max(nmap) + 1, 128, 64, nmap, DEV, 9)
+    ws = Workspace(torch.device(DEV))
+    ws.reserve(80, 4, 128, 64, 16)
+    ref = LayerExecutor({0: RefBackend(a), 1: RefBackend(b)}, 128)
+    tri = LayerExecutor({0: TritonTier(a, ws), 1: TritonTier(b, ws)}, 128)
+    w, ids = routing(m, 16, 4, seed=m + 1, device=DEV)
+    ids[0, 0], ids[-1, -1] = 3, 11
+    x = torch.randn(m, 128, generator=torch.Generator().manual_seed(m)).to(torch.bfloat16).to(DEV)
+    poison(ws)
+    first = tri.forward(x, w, ids)
+    assert torch.isfinite(first).all()
+    assert rel(first, ref.forward(x, w, ids)) < TOL
+    w2, ids2 = routing(m, 16, 4, seed=m + 2, device=DEV)
+    tri.forward(x.flip(0), w2, ids2)
+    poison(ws)
+    assert torch.equal(tri.forward(x, w, ids), first)
 
 
 def test_single_tier_backend_adds_into_a_shared_output():

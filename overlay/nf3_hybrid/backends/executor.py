@@ -1,8 +1,9 @@
 """Both tiers of one layer: tier A (kept) + tier B (NF3) → the routed output.
 
-When every non-empty tier runs on Triton, one routing launch serves both and zeroes
-the shared fp32 accumulator in the workspace; otherwise each tier adds its part into
-a fresh fp32 buffer. Either way the result is cast once to the activation dtype.
+When every non-empty tier runs on Triton, one routing launch serves both, every routed
+pair's fp32 output row goes to the workspace and each token's rows are summed in slot
+order (bit-for-bit reproducible); otherwise each tier adds its part into a fresh fp32
+buffer. Either way the result is rounded once to the activation dtype.
 """
 from __future__ import annotations
 
@@ -72,10 +73,8 @@ class LayerExecutor:
             single = m <= ws.chunk
             for c0 in range(0, m, ws.chunk):
                 c1 = min(m, c0 + ws.chunk)
-                acc = ws.out[: c1 - c0]
-                run_chunk(self.triton, self.maps, acc, x[c0:c1], topk_weights[c0:c1], topk_ids[c0:c1],
-                          weights_on_input, zero=True, marks=marks if single else None)
-                result[c0:c1].copy_(acc)
+                run_chunk(self.triton, self.maps, x[c0:c1], topk_weights[c0:c1], topk_ids[c0:c1],
+                          weights_on_input, result=result[c0:c1], marks=marks if single else None)
             return result
         out = torch.zeros((m, self.hidden), dtype=torch.float32, device=x.device)
         if marks is not None:

@@ -15,11 +15,14 @@ from typing import Dict, Optional
 import torch
 
 from ..formats import e2m1, nf3
-from ..kernels import align, expert_gemv, expert_mlp, interpret, ptx_decode
+from ..kernels import align, expert_gemv, expert_mlp, interpret, pair_sum, ptx_decode
 from .base import MXFP4, NF3, NVFP4, TierBackend, TierWeights
 
-# tokens per pass; larger batches run in several passes over the same scratch
-CHUNK_TOKENS = 4096
+# tokens per pass; larger batches run in several passes over the same scratch. Its
+# fp32 pair rows are tokens × top-k × hidden × 4 bytes: 403 MB at 2048 tokens for
+# GLM-5.2 (hidden 6144, top-8); a further pass re-reads the layer's weights (~1 GB per
+# rank at TP 4: ~0.25 ms against ~5 ms of compute for 2048 tokens).
+CHUNK_TOKENS = 2048
 # at most this many tokens: the per-pair GEMV path (no routing sort); above: grouped GEMM.
 # H200, GLM-5.2 shape, I=512, one run's code: the GEMV took 1818 µs at 64 tokens
 # (bench/results/bench_moe_h200.json), the grouped path's decode tiles 2261 / 3165 µs at
@@ -119,18 +122,18 @@ class Workspace:
         self.cursor = torch.empty((2, nb), dtype=torch.int32, device=d)
         self.starts = torch.empty((2, nb), dtype=torch.int32, device=d)
         self.ends = torch.empty((2, nb), dtype=torch.int32, device=d)
-        # decode path (kernels/expert_gemv.py): plane-order activations, intermediate, per-pair outputs
+        # decode path (kernels/expert_gemv.py): plane-order activations, intermediate
         gemv_tokens = min(self.chunk, GEMV_TOKENS)
         self.planes = torch.empty((2, gemv_tokens, self.hidden), dtype=torch.float32, device=d)
         self.pair_inter = torch.empty((gemv_tokens * self.topk, self.inter), dtype=torch.float32, device=d)
-        self.pair_out = torch.empty((gemv_tokens * self.topk, self.hidden), dtype=torch.float32, device=d)
+        # both paths: one fp32 output row per routed pair, summed per token in slot order
+        self.pair_rows = torch.empty((pairs, self.hidden), dtype=torch.float32, device=d)
         self.inter_cache = torch.empty((cap, self.inter), dtype=torch.bfloat16, device=d)
         # split-K gate/up sums of decode-sized calls; all-zero between calls (the kernel
         # that consumes a row zeroes it), so it is cleared once, here
         small, _ = align.capacity(min(self.chunk, DECODE_TOKENS) * self.topk, self.n_local,
                                   grouped_config(min(self.chunk, DECODE_TOKENS), interpret())["BM"])
         self.gate_up = torch.zeros((small, 2 * self.inter), dtype=torch.float32, device=d)
-        self.out = torch.empty((self.chunk, self.hidden), dtype=torch.float32, device=d)
 
     def table(self, name: str, values, dtype=torch.float16) -> torch.Tensor:
         """Decode tables are 16-bit (see kernels/expert_mlp.py for why)."""
@@ -143,7 +146,7 @@ class Workspace:
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in
                    (self.sorted_ids, self.block_expert, self.cursor, self.starts, self.ends, self.inter_cache,
-                    self.out, self.pair_out, self.gate_up, self.planes, self.pair_inter))
+                    self.pair_rows, self.gate_up, self.planes, self.pair_inter))
 
 
 def _e4m3_table():
@@ -182,7 +185,7 @@ class TritonTier(TierBackend):
         self.w2_scale = tier.w2_scale.view(torch.uint8)
         self.own_maps = stacked_maps([self]) if tier.num_experts else None
 
-    def gemms(self, x, tw, sorted_ids, block_expert, out, num_pairs, topk, on_input, cfg):
+    def gemms(self, x, tw, sorted_ids, block_expert, out, num_pairs, topk, on_input, cfg, pair_rows):
         t = self.tier
         if t.num_experts == 0:
             return
@@ -193,7 +196,8 @@ class TritonTier(TierBackend):
                               self.ws.gate_up, self.values, self.scales, num_pairs, topk, t.inter, self.fmt, on_input, cfg,
                               dot32, words)
         expert_mlp.launch_w2(inter, t.w2, self.w2_scale, t.w2_scale_2, sorted_ids, block_expert, tw, out,
-                             self.values, self.scales, num_pairs, topk, t.inter, self.fmt, on_input, cfg, dot32, words)
+                             self.values, self.scales, num_pairs, topk, t.inter, self.fmt, on_input, cfg, dot32, words,
+                             pair_rows)
 
     def run_into(self, out, x, topk_weights, topk_ids, weights_on_input=False):
         if self.tier.num_experts == 0:
@@ -203,8 +207,8 @@ class TritonTier(TierBackend):
         check_capacity(self.ws, m)
         for c0 in range(0, m, self.ws.chunk):
             c1 = min(m, c0 + self.ws.chunk)
-            run_chunk([self], maps, out[c0:c1], x[c0:c1], topk_weights[c0:c1], topk_ids[c0:c1],
-                      weights_on_input, zero=False)
+            run_chunk([self], maps, x[c0:c1], topk_weights[c0:c1], topk_ids[c0:c1], weights_on_input,
+                      add_into=out[c0:c1])
 
 
 def check_capacity(ws: Workspace, m: int):
@@ -243,13 +247,18 @@ def run_decode(kept, nf3_tier, result, x, topk_weights, topk_ids, weights_on_inp
     pairs = ids.numel()
     inter = (kept or nf3_tier).tier.inter
     expert_gemv.launch_decode(kept, nf3_tier, x, tw, ids, topk, ws.planes, ws.pair_inter[:pairs, :inter],
-                              ws.pair_out[:pairs], result, weights_on_input, kernel_config(m, interpret()),
+                              ws.pair_rows[:pairs], result, weights_on_input, kernel_config(m, interpret()),
                               asm=not interpret())
 
 
-def run_chunk(tiers, maps, out, x, topk_weights, topk_ids, weights_on_input, zero: bool, marks=None):
-    """At most ``chunk`` tokens: route once for all given Triton tiers (one launch, which
-    also zeroes ``out`` when asked), then each tier's two GEMMs add into ``out``."""
+def run_chunk(tiers, maps, x, topk_weights, topk_ids, weights_on_input, *, result=None, add_into=None,
+              marks=None):
+    """At most ``chunk`` tokens: route once for all given Triton tiers (one launch), then
+    each tier's two GEMMs. Exactly one destination: ``result`` [tokens, hidden] gets each
+    token's pair rows summed in slot order (reproducible: kernels/pair_sum.py);
+    ``add_into`` (fp32) has the tiers' rows added atomically (shared with another backend)."""
+    if (result is None) == (add_into is None):
+        raise ValueError("run_chunk: give exactly one of result / add_into")
     ws = tiers[0].ws
     m, topk = topk_ids.shape
     ids, tw = _flat_routing(topk_weights, topk_ids)
@@ -259,21 +268,24 @@ def run_chunk(tiers, maps, out, x, topk_weights, topk_ids, weights_on_input, zer
     t_n = len(tiers)
     sorted_ids = ws.sorted_ids[:t_n, :cap]
     block_expert = ws.block_expert[:t_n, :blocks]
-    zero_programs = min(64, max(1, out.numel() // 65536)) if zero else 0
+    dest = ws.pair_rows[:pairs] if result is not None else add_into
     if marks is not None:
         marks[0].record()
     align.launch(ids, maps[0], maps[1], sorted_ids, block_expert, ws.cursor[:t_n], ws.starts[:t_n],
-                 ws.ends[:t_n], out, cfg["BM"], zero_programs)
+                 ws.ends[:t_n], cfg["BM"])
     if marks is not None:
         marks[1].record()
     for i, tier in enumerate(tiers):
-        tier.gemms(x, tw, sorted_ids[i], block_expert[i], out, pairs, topk, weights_on_input, cfg)
+        tier.gemms(x, tw, sorted_ids[i], block_expert[i], dest, pairs, topk, weights_on_input, cfg,
+                   pair_rows=result is not None)
         if marks is not None and tier.tier.fmt != NF3:
             marks[2].record()
     if marks is not None:
         if all(t.tier.fmt == NF3 for t in tiers):
             marks[2].record()
         marks[3].record()
+    if result is not None:
+        pair_sum.launch(dest, result, topk, ids, maps[0])
 
 
 # names the backend selection looks up

@@ -4,7 +4,6 @@ For each tier t: routed (token, k) pairs whose expert belongs to t are placed, g
 by local expert, into blocks of BLOCK_M slots (padding slots hold the sentinel P =
 M·top_k); ``block_expert[t, b]`` is the local expert of block b, −1 for blocks past the
 end. Pairs of other tiers (local map −1) get no slot, so no weights are read for them.
-The same launch also zeroes the fp32 output the tiers accumulate into.
 
 All sizes are fixed by the caller's capacity, nothing is synchronised with the host,
 so it can be captured in a CUDA graph. Order inside an expert's blocks follows atomic
@@ -14,24 +13,14 @@ import triton
 import triton.language as tl
 
 
-@triton.jit(do_not_specialize=["P", "cap", "max_blocks", "out_numel"])
-def _align_zero_kernel(
+@triton.jit(do_not_specialize=["P", "cap", "max_blocks"])
+def _align_kernel(
     ids_ptr, P, local_map_ptr, map_stride, n_local_ptr,
     sorted_ptr, sorted_stride, bexp_ptr, bexp_stride, cursor_ptr, starts_ptr, ends_ptr, scratch_stride,
     cap, max_blocks,
-    out_ptr, out_numel,
-    NUM_TIERS: tl.constexpr, NB: tl.constexpr, LOG2_NB: tl.constexpr, BLOCK_M: tl.constexpr,
-    CHUNK: tl.constexpr, ZERO_BLOCK: tl.constexpr,
+    NB: tl.constexpr, LOG2_NB: tl.constexpr, BLOCK_M: tl.constexpr, CHUNK: tl.constexpr,
 ):
-    pid = tl.program_id(0)
-    if pid >= NUM_TIERS:
-        # zero the shared fp32 output
-        nz = tl.num_programs(0) - NUM_TIERS
-        for start in range((pid - NUM_TIERS) * ZERO_BLOCK, out_numel, nz * ZERO_BLOCK):
-            offs = start + tl.arange(0, ZERO_BLOCK)
-            tl.store(out_ptr + offs, tl.zeros([ZERO_BLOCK], dtype=tl.float32), mask=offs < out_numel)
-        return
-    t = pid
+    t = tl.program_id(0)
     n_local = tl.load(n_local_ptr + t)
     srt = sorted_ptr + t * sorted_stride
     bexp = bexp_ptr + t * bexp_stride
@@ -92,18 +81,16 @@ def capacity(num_pairs: int, n_local_max: int, block_m: int):
     return blocks * block_m, blocks
 
 
-def launch(ids, local_maps, n_local, sorted_ids, block_expert, cursor, starts, ends, out, block_m: int,
-           zero_programs: int = 0):
+def launch(ids, local_maps, n_local, sorted_ids, block_expert, cursor, starts, ends, block_m: int):
     """ids: [P] routed expert ids; local_maps: int32 [T, E]; n_local: int32 [T];
     sorted_ids: int32 [T, cap]; block_expert: int32 [T, max_blocks]; cursor/starts:
-    int32 [T, NB] (ends too); out: fp32 tensor zeroed by ``zero_programs`` extra programs."""
+    int32 [T, NB] (ends too)."""
     T = local_maps.shape[0]
     P = ids.numel()
     nb = cursor.shape[1]
-    _align_zero_kernel[(T + zero_programs,)](
+    _align_kernel[(T,)](
         ids, P, local_maps, local_maps.stride(0), n_local,
         sorted_ids, sorted_ids.stride(0), block_expert, block_expert.stride(0), cursor, starts, ends, cursor.stride(0),
         sorted_ids.shape[1], block_expert.shape[1],
-        out, out.numel() if zero_programs else 0,
-        NUM_TIERS=T, NB=nb, LOG2_NB=nb.bit_length() - 1, BLOCK_M=block_m, CHUNK=256, ZERO_BLOCK=4096,
+        NB=nb, LOG2_NB=nb.bit_length() - 1, BLOCK_M=block_m, CHUNK=256,
     )

@@ -42,7 +42,7 @@ deterministic.
 import triton
 import triton.language as tl
 
-from . import ptx_decode
+from . import pair_sum, ptx_decode
 from .ptx_decode import E2M1_DOT_ASM, E2M1_DOT_CONSTRAINTS, NF3_DOT_ASM, NF3_DOT_CONSTRAINTS
 
 _NF3_ASM = tl.constexpr(NF3_DOT_ASM)
@@ -282,18 +282,6 @@ def _gemv2_kernel(
         tl.store(yrow, tl.zeros([BN], dtype=tl.float32))
 
 
-@triton.jit(do_not_specialize=["topk"])
-def _reduce_topk_kernel(y_ptr, stride_y, out_ptr, stride_o, topk, N, BR: tl.constexpr):
-    t = tl.program_id(0)
-    j = tl.program_id(1)
-    cols = j * BR + tl.arange(0, BR)
-    m = cols < N
-    acc = tl.zeros([BR], dtype=tl.float32)
-    for k in range(0, topk):
-        acc += tl.load(y_ptr + (t * topk + k).to(tl.int64) * stride_y + cols, mask=m, other=0.0)
-    tl.store(out_ptr + t.to(tl.int64) * stride_o + cols, acc.to(out_ptr.dtype.element_ty), mask=m)
-
-
 def launch_decode(a, b, x, topk_weights_flat, ids_flat, topk, planes, h, y, out, weight_on_input, cfg, asm):
     """a / b: TritonTier of the kept / NF3 tier (either may be None). ``planes``: fp32
     scratch [2, ≥ tokens, hidden] for the plane-order activations; ``h``: fp32 [pairs, I];
@@ -337,5 +325,4 @@ def launch_decode(a, b, x, topk_weights_flat, ids_flat, topk, planes, h, y, out,
     _gemv2_kernel[(pairs, hidden // cfg["BN2"])](
         h, h.stride(0), ids_flat, topk_weights_flat, inter, y, y.stride(0), *ra, *rb,
         BN=cfg["BN2"], BK=min(cfg["BK2"], inter), **common)
-    br = min(1024, triton.next_power_of_2(hidden))
-    _reduce_topk_kernel[(out.shape[0], triton.cdiv(hidden, br))](y, y.stride(0), out, out.stride(0), topk, hidden, BR=br)
+    pair_sum.launch(y, out, topk)  # every pair row was written (zeros for a pair no tier holds)

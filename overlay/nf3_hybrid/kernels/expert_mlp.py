@@ -6,8 +6,10 @@ Kernels, the structure of vLLM's fused MoE:
   slice of the hidden dimension (split-K), the gate and up GEMMs. Without split-K it
   finishes SiLU·mul itself and writes the intermediate cache; with split-K it adds its
   fp32 partial sums into a gate/up buffer and ``_act_kernel`` finishes them.
-- ``_w2_kernel``: the down GEMM of the cache times the routing weight, atomically added
-  (fp32) into the token's output row, which both tiers share (split-K is free here).
+- ``_w2_kernel``: the down GEMM of the cache times the routing weight, stored as the
+  pair's fp32 row (``pair_rows``; kernels/pair_sum.py then adds each token's rows in slot
+  order — reproducible), or atomically added into the token's output row (a tier that
+  shares its output with another backend; split-K is free there).
 
 Split-K exists for decode: with one token an expert's gate/up rows alone give too few
 programs to keep enough bytes in flight; slicing K multiplies the programs. The gate/up
@@ -249,6 +251,7 @@ def _w2_kernel(
     stride_we, stride_wn, stride_se, stride_sn,
     FMT: tl.constexpr, HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr, SPLIT: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, MAGIC: tl.constexpr, PTX: tl.constexpr,
+    PAIR_ROWS: tl.constexpr,
 ):
     b = tl.program_id(0)
     j = tl.program_id(1)
@@ -269,9 +272,13 @@ def _w2_kernel(
     if not WEIGHT_ON_INPUT:
         rw = tl.load(tw_ptr + pairs, mask=valid, other=0.0).to(tl.float32)
         acc *= rw[None, :]
-    tok = tl.where(valid, pairs // topk, 0).to(tl.int64)
     cols = j * BN + tl.arange(0, BN)
-    tl.atomic_add(out_ptr + tok[None, :] * stride_om + cols[:, None], acc, mask=valid[None, :], sem="relaxed")
+    if PAIR_ROWS:
+        row = tl.where(valid, pairs, 0).to(tl.int64)
+        tl.store(out_ptr + row[None, :] * stride_om + cols[:, None], acc, mask=valid[None, :])
+    else:
+        tok = tl.where(valid, pairs // topk, 0).to(tl.int64)
+        tl.atomic_add(out_ptr + tok[None, :] * stride_om + cols[:, None], acc, mask=valid[None, :], sem="relaxed")
 
 
 def magic_scale_table(fmt: int, cfg: dict) -> bool:
@@ -336,10 +343,14 @@ def launch_w13(x, w, s, s2, sorted_ids, block_expert, topk_weights, inter, gate_
 
 
 def launch_w2(inter, w, s, s2, sorted_ids, block_expert, topk_weights, out, val_tab, scale_tab,
-              num_pairs, topk, inter_size, fmt, weight_on_input, cfg, dot_fp32, table_words=None):
+              num_pairs, topk, inter_size, fmt, weight_on_input, cfg, dot_fp32, table_words=None,
+              pair_rows=False):
+    """``pair_rows``: ``out`` is fp32 [pairs, N] and each routed pair's row is stored there
+    (no split-K: a row has one writer); else the rows are added atomically into the
+    token rows of ``out`` [tokens, N]."""
     N = out.shape[1]
     bk = min(cfg["BK2"], inter_size)
-    split = _split(inter_size, bk, cfg.get("SPLIT2", 1))
+    split = 1 if pair_rows else _split(inter_size, bk, cfg.get("SPLIT2", 1))
     wp = _packed(w, fmt)
     _w2_kernel[(block_expert.numel(), N // cfg["BN2"], split)](
         inter, inter.stride(0), wp, s, s2 if s2 is not None else s, sorted_ids, block_expert, topk_weights,
@@ -347,6 +358,6 @@ def launch_w2(inter, w, s, s2, sorted_ids, block_expert, topk_weights, out, val_
         wp.stride(0), wp.stride(1), s.stride(0), s.stride(1),
         FMT=fmt, HAS_S2=s2 is not None, WEIGHT_ON_INPUT=weight_on_input, SPLIT=split,
         BM=cfg["BM"], BN=cfg["BN2"], BK=bk, DT=_dot_dtype(fmt, dot_fp32), MAGIC=magic_scale_table(fmt, cfg),
-        PTX=ptx_words(fmt, cfg, table_words, dot_fp32),
+        PTX=ptx_words(fmt, cfg, table_words, dot_fp32), PAIR_ROWS=pair_rows,
         num_warps=cfg["warps"], num_stages=cfg["stages"],
     )

@@ -1,0 +1,48 @@
+"""The routed output of each token: its top-k pair rows summed in slot order.
+
+Both paths write one fp32 row per routed (token, slot) pair and this kernel adds a
+token's k rows, slot 0 first, rounding once to the activation dtype. A fixed order
+makes the layer's output bit-for-bit reproducible: fp32 atomics into shared token
+rows (what the grouped path did before) sum in whatever order the CTAs finish, so two
+runs of one batch differed in the last bits — enough, on a tiny random model, to move
+teacher-forced log-probs at near-tied positions and hide real differences between
+serving modes. A pair routed to no tier of this rank (expert parallel, or an expert
+map with -1) is never written by the grouped path; with ``MASKED`` its row is skipped
+by looking its expert up in the tiers' local maps (``N_MAPS`` > 0).
+"""
+import triton
+import triton.language as tl
+
+
+@triton.jit(do_not_specialize=["topk"])
+def _pair_sum_kernel(y_ptr, stride_y, out_ptr, stride_o, topk, N, ids_ptr, maps_ptr, stride_map,
+                     N_MAPS: tl.constexpr, BR: tl.constexpr):
+    t = tl.program_id(0)
+    j = tl.program_id(1)
+    cols = j * BR + tl.arange(0, BR)
+    m = cols < N
+    acc = tl.zeros([BR], dtype=tl.float32)
+    for k in range(0, topk):
+        p = (t * topk + k).to(tl.int64)
+        keep = m
+        if N_MAPS > 0:
+            g = tl.load(ids_ptr + p)
+            routed = tl.load(maps_ptr + g) >= 0
+            for i in tl.static_range(1, N_MAPS):
+                routed = routed | (tl.load(maps_ptr + i * stride_map + g) >= 0)
+            keep = keep & routed
+        acc += tl.load(y_ptr + p * stride_y + cols, mask=keep, other=0.0)
+    tl.store(out_ptr + t.to(tl.int64) * stride_o + cols, acc.to(out_ptr.dtype.element_ty), mask=m)
+
+
+def launch(pair_rows, out, topk, ids=None, maps=None):
+    """out[t] = Σ_k pair_rows[t·topk + k] (k ascending) for every token row of ``out``.
+    With ``ids`` (flat expert ids) and ``maps`` (int32 [tiers, experts] local maps) rows
+    of pairs no tier holds are skipped, so they need not be written."""
+    tokens, n = out.shape
+    br = min(1024, triton.next_power_of_2(n))
+    masked = maps is not None
+    _pair_sum_kernel[(tokens, triton.cdiv(n, br))](
+        pair_rows, pair_rows.stride(0), out, out.stride(0), topk, n,
+        ids if masked else pair_rows, maps if masked else pair_rows, maps.stride(0) if masked else 0,
+        N_MAPS=maps.shape[0] if masked else 0, BR=br)
