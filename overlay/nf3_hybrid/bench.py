@@ -262,14 +262,11 @@ SWEEP = {
              dict(BN13=4, BK13=2048, BN2=8, BK2=512, warps=4),
              dict(BN13=8, BK13=512, BN2=16, BK2=512, warps=2)],
     "small": [
-        dict(BM=16, BN13=32, BK13=128, SPLIT13=8, BN2=64, BK2=128, SPLIT2=1, warps=4, stages=3),
-        dict(BM=16, BN13=32, BK13=128, SPLIT13=8, BN2=64, BK2=128, SPLIT2=1, warps=4, stages=3, magic=1),
-        dict(BM=16, BN13=64, BK13=128, SPLIT13=4, BN2=64, BK2=128, SPLIT2=2, warps=4, stages=3),
-        dict(BM=16, BN13=32, BK13=256, SPLIT13=8, BN2=64, BK2=256, SPLIT2=2, warps=4, stages=2),
-        dict(BM=16, BN13=32, BK13=128, SPLIT13=8, BN2=64, BK2=128, SPLIT2=1, warps=4, stages=1),
-        dict(BM=16, BN13=16, BK13=256, SPLIT13=12, BN2=32, BK2=256, SPLIT2=2, warps=2, stages=3),
-        # NF3 tiles decoded in registers (expert_mlp.ptx_words): compiled for SM90, not yet timed
-        dict(BM=16, BN13=64, BK13=128, SPLIT13=4, BN2=64, BK2=128, SPLIT2=2, warps=4, stages=3, ptx=1),
+        dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3),
+        dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, magic=1),
+        dict(BM=16, BN13=32, BK13=256, BN2=64, BK2=256, warps=4, stages=2),
+        dict(BM=16, BN13=32, BK13=128, BN2=64, BK2=128, warps=4, stages=1),
+        dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1),
     ],
     "large": [
         dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3),
@@ -280,6 +277,8 @@ SWEEP = {
         dict(BM=64, BN13=128, BK13=64, BN2=128, BK2=64, warps=8, stages=4),
         dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
         dict(BM=128, BN13=128, BK13=64, BN2=128, BK2=64, warps=8, stages=3, magic=1, ptx=1),
+        dict(BM=64, BN13=128, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
+        dict(BM=64, BN13=64, BK13=128, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
     ],
 }
 SWEEP_TOKENS = {"gemv": (1, 4, 16), "small": (1, 8, 16, 64), "large": (512, 2048)}

@@ -54,26 +54,23 @@ def test_hybrid_layer_matches_reference(kept_fmt, m, topk):
 
 
 @pytest.mark.parametrize("kept_fmt", ["nvfp4", "mxfp4_e8m0k32"])
-@pytest.mark.parametrize("m", [1, 5, 40])
-def test_split_k_decode_path_and_buffer_left_zero(kept_fmt, m, monkeypatch):
-    """Decode-sized batches through the grouped kernels with split-K gate/up (the
-    per-pair path switched off): correct, and the shared split-K buffer is all-zero
-    again afterwards (no step clears it)."""
+@pytest.mark.parametrize("m", [1, 5, 40, 64])
+def test_grouped_decode_tiles(kept_fmt, m, monkeypatch):
+    """Decode-sized batches through the grouped kernels' small tiles (the per-pair path
+    switched off; a tier sharing its output with another backend runs these): correct and
+    reproducible. The split-K tiles these replaced failed exactly here on the H200 from
+    40 tokens on, with run-to-run different results."""
     from nf3_hybrid.backends import executor
-    from nf3_hybrid.kernels import expert_mlp
 
     monkeypatch.setattr(executor, "GEMV_TOKENS", 0)
-    splits = []
-    real_split = expert_mlp._split
-    monkeypatch.setattr(expert_mlp, "_split", lambda *a: splits.append(real_split(*a)) or splits[-1])
     ref, tri, ws = build(kept_fmt, 6, 16, 128, 64, 64, 4, seed=m + 50)
     w, ids = routing(m, 16, 4, seed=m, device=DEV)
     x = (torch.randn(m, 128, generator=torch.Generator().manual_seed(m)) * 2).to(torch.bfloat16).to(DEV)
     for on_input in (False, True):
         poison(ws)
-        assert rel(tri.forward(x, w, ids, on_input), ref.forward(x, w, ids, on_input)) < TOL
-        assert int(torch.count_nonzero(ws.gate_up)) == 0
-    assert max(splits) > 1  # the split-K tiles did run
+        got = tri.forward(x, w, ids, on_input)
+        assert rel(got, ref.forward(x, w, ids, on_input)) < TOL
+        assert torch.equal(tri.forward(x, w, ids, on_input), got)
 
 
 @pytest.mark.parametrize("n_kept", [0, 16])
@@ -208,20 +205,28 @@ def test_profiling_marks_only_where_all_four_are_recorded(monkeypatch):
 
 
 @pytest.mark.gpu
-def test_nf3_tiles_decoded_in_registers_on_gpu(monkeypatch):
+@pytest.mark.parametrize("cls,tokens", [("small", (5, 17, 64)), ("large", (65, 300, 2048))])
+def test_nf3_tiles_decoded_in_registers_on_gpu(monkeypatch, cls, tokens):
     """The grouped path with the NF3 tile decoded by inline PTX (tile option ``ptx``; the
-    Triton interpreter has no inline assembly, so this runs on the GPU host only)."""
+    Triton interpreter has no inline assembly, so this runs on the GPU host only): against
+    the reference, and against the same tiles decoded from the table in memory."""
     if DEV != "cuda":
         pytest.skip("inline PTX needs the GPU")
     from nf3_hybrid.backends import executor, triton_tiers
 
-    cfgs = {"gemv": triton_tiers.kernel_config(1, False),
-            **{c: dict(triton_tiers.grouped_config(m, False), ptx=1) for c, m in (("small", 20), ("large", 999))}}
-    monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", cfgs)
     monkeypatch.setattr(executor, "GEMV_TOKENS", 0)
     ref, tri, ws = build("nvfp4", 16, 64, 1024, 512, 2048, 8, seed=9)
-    for m in (5, 64, 300, 2048):
+    classes = {c: triton_tiers.grouped_config(m, False) for c, m in (("small", 1), ("large", 999))}
+    errs = {}
+    for m in tokens:
         w, ids = routing(m, 64, 8, seed=m, device=DEV)
         x = (torch.randn(m, 1024, device=DEV) * 2).to(torch.bfloat16)
-        poison(ws)
-        assert rel(tri.forward(x, w, ids), ref.forward(x, w, ids)) < TOL, m
+        got = {}
+        for ptx in (0, 1):
+            monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", {**classes, cls: dict(classes[cls], ptx=ptx)})
+            poison(ws)
+            got[ptx] = tri.forward(x, w, ids)
+        want = ref.forward(x, w, ids)
+        errs[m] = (rel(got[0], want), rel(got[1], want), rel(got[1], got[0]))
+    print(cls, errs)
+    assert all(e[1] < TOL and e[2] < TOL for e in errs.values()), errs

@@ -54,20 +54,21 @@ def kernel_config(m: int, interp: bool) -> dict:
 
 def grouped_config(m: int, interp: bool) -> dict:
     """Tiles of the routing-sorted grouped GEMMs: up to DECODE_TOKENS tokens they stream
-    weights (memory-bound: split-K for more programs in flight), above they feed tensor
-    cores (compute-bound). Chosen by m alone, so whatever sends a small batch here (a
+    weights (memory-bound: narrow token tiles), above they feed tensor cores. Chosen by m alone, so whatever sends a small batch here (a
     lowered GEMV threshold, the benchmark's sweep) gets the decode tiles."""
     if CONFIG_OVERRIDE is not None:
         return dict(CONFIG_OVERRIDE["small" if m <= DECODE_TOKENS else "large"])
     if interp:
         if m <= DECODE_TOKENS:
-            return dict(BM=16, BN13=16, BK13=64, SPLIT13=2, BN2=32, BK2=128, SPLIT2=2, warps=4, stages=1)
+            return dict(BM=16, BN13=16, BK13=64, BN2=32, BK2=128, warps=4, stages=1)
         return dict(BM=16, BN13=32, BK13=128, BN2=32, BK2=128, warps=4, stages=1)
     # fastest of the candidates timed by `nf3-hybrid bench --sweep` on the H200 (GLM-5.2
-    # shape, I=512; bench/results/bench_moe_h200_dev_sweep.json, "kernel_configs")
+    # shape, I=512). Small: bench_moe_h200_dev_sweep.json (less split-K, since removed).
+    # Large: bench_moe_h200_s4.json — NF3 tiles decoded in registers (ptx) 3889 µs at 2048
+    # tokens against 5211 µs for the same tiles looked up in memory, 2601 / 3509 at 512.
     if m <= DECODE_TOKENS:
-        return dict(BM=16, BN13=64, BK13=128, SPLIT13=4, BN2=64, BK2=128, SPLIT2=2, warps=4, stages=3)
-    return dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1)
+        return dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3)
+    return dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1)
 
 
 def _bins(n_local_max: int) -> int:
@@ -129,11 +130,6 @@ class Workspace:
         # both paths: one fp32 output row per routed pair, summed per token in slot order
         self.pair_rows = torch.empty((pairs, self.hidden), dtype=torch.float32, device=d)
         self.inter_cache = torch.empty((cap, self.inter), dtype=torch.bfloat16, device=d)
-        # split-K gate/up sums of decode-sized calls; all-zero between calls (the kernel
-        # that consumes a row zeroes it), so it is cleared once, here
-        small, _ = align.capacity(min(self.chunk, DECODE_TOKENS) * self.topk, self.n_local,
-                                  grouped_config(min(self.chunk, DECODE_TOKENS), interpret())["BM"])
-        self.gate_up = torch.zeros((small, 2 * self.inter), dtype=torch.float32, device=d)
 
     def table(self, name: str, values, dtype=torch.float16) -> torch.Tensor:
         """Decode tables are 16-bit (see kernels/expert_mlp.py for why)."""
@@ -146,7 +142,7 @@ class Workspace:
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in
                    (self.sorted_ids, self.block_expert, self.cursor, self.starts, self.ends, self.inter_cache,
-                    self.pair_rows, self.gate_up, self.planes, self.pair_inter))
+                    self.pair_rows, self.planes, self.pair_inter))
 
 
 def _e4m3_table():
@@ -193,7 +189,7 @@ class TritonTier(TierBackend):
         dot32 = interpret()
         words = self.table_words
         expert_mlp.launch_w13(x, t.w13, self.w13_scale, t.w13_scale_2, sorted_ids, block_expert, tw, inter,
-                              self.ws.gate_up, self.values, self.scales, num_pairs, topk, t.inter, self.fmt, on_input, cfg,
+                              self.values, self.scales, num_pairs, topk, t.inter, self.fmt, on_input, cfg,
                               dot32, words)
         expert_mlp.launch_w2(inter, t.w2, self.w2_scale, t.w2_scale_2, sorted_ids, block_expert, tw, out,
                              self.values, self.scales, num_pairs, topk, t.inter, self.fmt, on_input, cfg, dot32, words,

@@ -2,19 +2,17 @@
 of routed tokens, with the weights dequantized inside the kernel.
 
 Kernels, the structure of vLLM's fused MoE:
-- ``_w13_kernel``: for one expert block, one tile of the intermediate dimension and one
-  slice of the hidden dimension (split-K), the gate and up GEMMs. Without split-K it
-  finishes SiLU·mul itself and writes the intermediate cache; with split-K it adds its
-  fp32 partial sums into a gate/up buffer and ``_act_kernel`` finishes them.
+- ``_w13_kernel``: for one expert block and one tile of the intermediate dimension, the
+  gate and up GEMMs, then SiLU·mul into the intermediate cache.
 - ``_w2_kernel``: the down GEMM of the cache times the routing weight, stored as the
   pair's fp32 row (``pair_rows``; kernels/pair_sum.py then adds each token's rows in slot
   order — reproducible), or atomically added into the token's output row (a tier that
-  shares its output with another backend; split-K is free there).
+  shares its output with another backend).
 
-Split-K exists for decode: with one token an expert's gate/up rows alone give too few
-programs to keep enough bytes in flight; slicing K multiplies the programs. The gate/up
-buffer is kept all-zero between calls — ``_act_kernel`` zeroes what it consumed — so no
-step pays for clearing it.
+Split-K (gate/up partial sums added atomically into an fp32 buffer and finished by a
+second kernel; down partial sums added into the output) was removed: on the H200 it gave wrong,
+run-to-run different results from 40 tokens on (relative error 1-4 %; cause not found,
+bench/results/README.md), and the decode GEMV serves those batch sizes in the fused path.
 
 Weights are read in the checkpoint's own packing (no repacked copy, nothing extra at
 load). Dequantization, and what the H200 measurements taught:
@@ -35,7 +33,8 @@ load). Dequantization, and what the H200 measurements taught:
   layout conversions (37 ``convert_layout``s in its TTGIR). The tile option ``ptx``
   decodes the codes in registers instead (the decode GEMV's byte permutes): compiled
   for SM90, the w13 loop drops from 893 to 533 instructions and from 19 layout
-  conversions to 1 (BM=BN=BK=64) — not yet run on a GPU, so off by default.
+  conversions to 1 (BM=BN=BK=64); on the H200 the hybrid layer at 2048 tokens took
+  3.9 ms instead of 5.2 (bench_moe_h200_s4.json): the default for prefill tiles.
 The tile is then one ``tl.dot`` operand (fp16, or bf16 for MXFP4 whose power-of-two
 scales can leave fp16's range). Under the interpreter (CPU tests) the dots are float32.
 
@@ -165,20 +164,18 @@ def _dot_dtype(fmt: int, dot_fp32: bool):
 
 
 @triton.jit
-def _block(sorted_ptr, b, P, K, SPLIT: tl.constexpr, BM: tl.constexpr):
-    """Block b's routed pairs (sentinel P in padding slots), which of them are real, and
-    this program's split-K slice [k_beg, k_beg + k_len) of K."""
+def _block(sorted_ptr, b, P, BM: tl.constexpr):
+    """Block b's routed pairs (sentinel P in padding slots) and which of them are real."""
     pairs = tl.load(sorted_ptr + b * BM + tl.arange(0, BM))
-    k_len = K // SPLIT
-    return pairs, pairs < P, tl.program_id(2) * k_len, k_len
+    return pairs, pairs < P
 
 
 @triton.jit(do_not_specialize=["P", "topk"])
 def _w13_kernel(
-    x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw_ptr, inter_ptr, stride_im, gu_ptr, stride_gu,
+    x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw_ptr, inter_ptr, stride_im,
     val_tab_ptr, scale_tab_ptr, P, topk, K, I,
     stride_we, stride_wn, stride_se, stride_sn,
-    FMT: tl.constexpr, HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr, SPLIT: tl.constexpr,
+    FMT: tl.constexpr, HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, MAGIC: tl.constexpr, PTX: tl.constexpr,
 ):
     b = tl.program_id(0)
@@ -186,11 +183,11 @@ def _w13_kernel(
     e = tl.load(bexp_ptr + b)
     if e < 0:
         return
-    pairs, valid, k_beg, k_len = _block(sorted_ptr, b, P, K, SPLIT, BM)
+    pairs, valid = _block(sorted_ptr, b, P, BM)
     tok = tl.where(valid, pairs // topk, 0).to(tl.int64)
     acc_g = tl.zeros([BN, BM], dtype=tl.float32)
     acc_u = tl.zeros([BN, BM], dtype=tl.float32)
-    for k0 in range(k_beg, k_beg + k_len, BK):
+    for k0 in range(0, K, BK):
         kk = k0 + tl.arange(0, BK)
         xt = tl.load(x_ptr + tok[None, :] * stride_xm + kk[:, None], mask=valid[None, :], other=0.0).to(DT)
         wg = _weight_tile(w_ptr, s_ptr, e, j * BN, k0, stride_we, stride_wn, stride_se, stride_sn,
@@ -201,47 +198,15 @@ def _w13_kernel(
         acc_u += tl.dot(wu, xt)
     cols = j * BN + tl.arange(0, BN)
     slots = (b * BM + tl.arange(0, BM)).to(tl.int64)
-    if SPLIT == 1:
-        if HAS_S2:
-            acc_g *= tl.load(s2_ptr + e * 2)
-            acc_u *= tl.load(s2_ptr + e * 2 + 1)
-        if WEIGHT_ON_INPUT:
-            rw = tl.load(tw_ptr + pairs, mask=valid, other=0.0).to(tl.float32)
-            acc_g *= rw[None, :]
-            acc_u *= rw[None, :]
-        h = acc_g * tl.sigmoid(acc_g) * acc_u
-        tl.store(inter_ptr + slots[None, :] * stride_im + cols[:, None], h.to(inter_ptr.dtype.element_ty))
-    else:
-        gp = gu_ptr + slots[None, :] * stride_gu + cols[:, None]
-        tl.atomic_add(gp, acc_g, mask=valid[None, :], sem="relaxed")
-        tl.atomic_add(gp + I, acc_u, mask=valid[None, :], sem="relaxed")
-
-
-@triton.jit(do_not_specialize=["P"])
-def _act_kernel(gu_ptr, stride_gu, inter_ptr, stride_im, s2_ptr, sorted_ptr, bexp_ptr, tw_ptr, P, I,
-                HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr, BM: tl.constexpr, BI: tl.constexpr):
-    """SiLU·mul of split-K gate/up sums; leaves the consumed buffer rows zero again."""
-    b = tl.program_id(0)
-    e = tl.load(bexp_ptr + b)
-    if e < 0:
-        return
-    slots = (b * BM + tl.arange(0, BM)).to(tl.int64)
-    cols = tl.program_id(1) * BI + tl.arange(0, BI)
-    gp = gu_ptr + slots[:, None] * stride_gu + cols[None, :]
-    g = tl.load(gp)
-    u = tl.load(gp + I)
     if HAS_S2:
-        g *= tl.load(s2_ptr + e * 2)
-        u *= tl.load(s2_ptr + e * 2 + 1)
+        acc_g *= tl.load(s2_ptr + e * 2)
+        acc_u *= tl.load(s2_ptr + e * 2 + 1)
     if WEIGHT_ON_INPUT:
-        pairs = tl.load(sorted_ptr + slots)
-        rw = tl.load(tw_ptr + pairs, mask=pairs < P, other=0.0).to(tl.float32)
-        g *= rw[:, None]
-        u *= rw[:, None]
-    tl.store(inter_ptr + slots[:, None] * stride_im + cols[None, :], (g * tl.sigmoid(g) * u).to(inter_ptr.dtype.element_ty))
-    zero = tl.zeros([BM, BI], dtype=tl.float32)
-    tl.store(gp, zero)
-    tl.store(gp + I, zero)
+        rw = tl.load(tw_ptr + pairs, mask=valid, other=0.0).to(tl.float32)
+        acc_g *= rw[None, :]
+        acc_u *= rw[None, :]
+    h = acc_g * tl.sigmoid(acc_g) * acc_u
+    tl.store(inter_ptr + slots[None, :] * stride_im + cols[:, None], h.to(inter_ptr.dtype.element_ty))
 
 
 @triton.jit(do_not_specialize=["P", "topk"])
@@ -249,7 +214,7 @@ def _w2_kernel(
     inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw_ptr, out_ptr, stride_om,
     val_tab_ptr, scale_tab_ptr, P, topk, K,
     stride_we, stride_wn, stride_se, stride_sn,
-    FMT: tl.constexpr, HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr, SPLIT: tl.constexpr,
+    FMT: tl.constexpr, HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, MAGIC: tl.constexpr, PTX: tl.constexpr,
     PAIR_ROWS: tl.constexpr,
 ):
@@ -258,10 +223,10 @@ def _w2_kernel(
     e = tl.load(bexp_ptr + b)
     if e < 0:
         return
-    pairs, valid, k_beg, k_len = _block(sorted_ptr, b, P, K, SPLIT, BM)
+    pairs, valid = _block(sorted_ptr, b, P, BM)
     slots = (b * BM + tl.arange(0, BM)).to(tl.int64)
     acc = tl.zeros([BN, BM], dtype=tl.float32)
-    for k0 in range(k_beg, k_beg + k_len, BK):
+    for k0 in range(0, K, BK):
         kk = k0 + tl.arange(0, BK)
         ht = tl.load(inter_ptr + slots[None, :] * stride_im + kk[:, None]).to(DT)
         w = _weight_tile(w_ptr, s_ptr, e, j * BN, k0, stride_we, stride_wn, stride_se, stride_sn,
@@ -290,18 +255,10 @@ def magic_scale_table(fmt: int, cfg: dict) -> bool:
 def ptx_words(fmt: int, cfg: dict, table_words, dot_fp32: bool):
     """The NF3 tile's ``PTX`` argument: the codebook's table words when the tile config
     asks for in-register decoding (``ptx``; not under the interpreter, which has no inline
-    assembly), else None. Built for the next GPU session's sweep: not yet timed."""
+    assembly), else None."""
     if fmt != FMT_NF3 or dot_fp32 or not cfg.get("ptx", 0) or table_words is None:
         return None
     return tuple(int(t) for t in table_words)
-
-
-def _split(k: int, bk: int, want: int) -> int:
-    """The largest split ≤ want that leaves every slice a whole number of BK tiles."""
-    s = max(1, want)
-    while s > 1 and k % (s * bk):
-        s -= 1
-    return s
 
 
 def _packed(w, fmt):
@@ -311,52 +268,35 @@ def _packed(w, fmt):
     return w.view(torch.int32) if fmt == FMT_NF3 else w
 
 
-def launch_w13(x, w, s, s2, sorted_ids, block_expert, topk_weights, inter, gate_up, val_tab, scale_tab,
+def launch_w13(x, w, s, s2, sorted_ids, block_expert, topk_weights, inter, val_tab, scale_tab,
                num_pairs, topk, inter_size, fmt, weight_on_input, cfg, dot_fp32, table_words=None):
-    """``gate_up``: the all-zero fp32 split-K buffer [slots ≥ sorted_ids, 2·I] (used when the
-    config splits K; left all-zero again)."""
     K = x.shape[1]
     bk = min(cfg["BK13"], K)
-    split = _split(K, bk, cfg.get("SPLIT13", 1))
-    if split > 1 and gate_up.shape[0] < sorted_ids.numel():
-        raise ValueError(f"split-K gate/up buffer holds {gate_up.shape[0]} slots, this call routes "
-                         f"{sorted_ids.numel()}")
     wp = _packed(w, fmt)
-    blocks = block_expert.numel()
-    _w13_kernel[(blocks, inter_size // cfg["BN13"], split)](
+    _w13_kernel[(block_expert.numel(), inter_size // cfg["BN13"])](
         x, x.stride(0), wp, s, s2 if s2 is not None else s, sorted_ids, block_expert, topk_weights,
-        inter, inter.stride(0), gate_up, gate_up.stride(0),
-        val_tab, scale_tab, num_pairs, topk, K, inter_size,
+        inter, inter.stride(0), val_tab, scale_tab, num_pairs, topk, K, inter_size,
         wp.stride(0), wp.stride(1), s.stride(0), s.stride(1),
-        FMT=fmt, HAS_S2=s2 is not None, WEIGHT_ON_INPUT=weight_on_input, SPLIT=split,
+        FMT=fmt, HAS_S2=s2 is not None, WEIGHT_ON_INPUT=weight_on_input,
         BM=cfg["BM"], BN=cfg["BN13"], BK=bk, DT=_dot_dtype(fmt, dot_fp32), MAGIC=magic_scale_table(fmt, cfg),
         PTX=ptx_words(fmt, cfg, table_words, dot_fp32),
         num_warps=cfg["warps"], num_stages=cfg["stages"],
     )
-    if split > 1:
-        bi = min(128, inter_size)
-        _act_kernel[(blocks, inter_size // bi)](
-            gate_up, gate_up.stride(0), inter, inter.stride(0), s2 if s2 is not None else s, sorted_ids,
-            block_expert, topk_weights, num_pairs, inter_size,
-            HAS_S2=s2 is not None, WEIGHT_ON_INPUT=weight_on_input, BM=cfg["BM"], BI=bi, num_warps=4,
-        )
 
 
 def launch_w2(inter, w, s, s2, sorted_ids, block_expert, topk_weights, out, val_tab, scale_tab,
               num_pairs, topk, inter_size, fmt, weight_on_input, cfg, dot_fp32, table_words=None,
               pair_rows=False):
-    """``pair_rows``: ``out`` is fp32 [pairs, N] and each routed pair's row is stored there
-    (no split-K: a row has one writer); else the rows are added atomically into the
-    token rows of ``out`` [tokens, N]."""
+    """``pair_rows``: ``out`` is fp32 [pairs, N] and each routed pair's row is stored there;
+    else the rows are added atomically into the token rows of ``out`` [tokens, N]."""
     N = out.shape[1]
     bk = min(cfg["BK2"], inter_size)
-    split = 1 if pair_rows else _split(inter_size, bk, cfg.get("SPLIT2", 1))
     wp = _packed(w, fmt)
-    _w2_kernel[(block_expert.numel(), N // cfg["BN2"], split)](
+    _w2_kernel[(block_expert.numel(), N // cfg["BN2"])](
         inter, inter.stride(0), wp, s, s2 if s2 is not None else s, sorted_ids, block_expert, topk_weights,
         out, out.stride(0), val_tab, scale_tab, num_pairs, topk, inter_size,
         wp.stride(0), wp.stride(1), s.stride(0), s.stride(1),
-        FMT=fmt, HAS_S2=s2 is not None, WEIGHT_ON_INPUT=weight_on_input, SPLIT=split,
+        FMT=fmt, HAS_S2=s2 is not None, WEIGHT_ON_INPUT=weight_on_input,
         BM=cfg["BM"], BN=cfg["BN2"], BK=bk, DT=_dot_dtype(fmt, dot_fp32), MAGIC=magic_scale_table(fmt, cfg),
         PTX=ptx_words(fmt, cfg, table_words, dot_fp32), PAIR_ROWS=pair_rows,
         num_warps=cfg["warps"], num_stages=cfg["stages"],
