@@ -63,11 +63,13 @@ def grouped_config(m: int, interp: bool) -> dict:
             return dict(BM=16, BN13=16, BK13=64, BN2=32, BK2=128, warps=4, stages=1)
         return dict(BM=16, BN13=32, BK13=128, BN2=32, BK2=128, warps=4, stages=1)
     # fastest of the candidates timed by `nf3-hybrid bench --sweep` on the H200 (GLM-5.2
-    # shape, I=512). Small: bench_moe_h200_dev_sweep.json (less split-K, since removed).
-    # Large: bench_moe_h200_s4.json — NF3 tiles decoded in registers (ptx) 3889 µs at 2048
-    # tokens against 5211 µs for the same tiles looked up in memory, 2601 / 3509 at 512.
+    # shape, I=512), both with the NF3 tiles decoded in registers (ptx). Small:
+    # bench_moe_h200_small_ptx.json — 1058 / 1902 µs at 16 / 64 tokens against 1728 / 3382
+    # looked up in memory (the fused path's GEMV: 476 / 1830, so it keeps those sizes).
+    # Large: bench_moe_h200_ptx_sweep.json — 3889 µs at 2048 tokens against 5211, 2601
+    # against 3509 at 512.
     if m <= DECODE_TOKENS:
-        return dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3)
+        return dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1)
     return dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1)
 
 
