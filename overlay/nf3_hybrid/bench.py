@@ -268,20 +268,26 @@ SWEEP = {
         dict(BM=16, BN13=32, BK13=128, BN2=64, BK2=128, warps=4, stages=1),
         dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1),
     ],
-    "large": [
-        dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3),
-        dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1),
-        dict(BM=128, BN13=64, BK13=64, BN2=128, BK2=64, warps=8, stages=3),
-        dict(BM=128, BN13=128, BK13=64, BN2=128, BK2=64, warps=8, stages=2),
-        dict(BM=64, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3),
-        dict(BM=64, BN13=128, BK13=64, BN2=128, BK2=64, warps=8, stages=4),
+    "mid": [
+        dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
         dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
-        dict(BM=128, BN13=128, BK13=64, BN2=128, BK2=64, warps=8, stages=3, magic=1, ptx=1),
-        dict(BM=64, BN13=128, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
+        dict(BM=32, BN13=64, BK13=64, BN2=64, BK2=64, warps=4, stages=3, magic=1, ptx=1),
+        dict(BM=16, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
+    ],
+    "large": [
+        # the default before NF3 tiles were decoded in registers, for reference
+        dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1),
+        dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
+        dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=4, magic=1, ptx=1),
+        dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=2, magic=1, ptx=1),
+        dict(BM=64, BN13=128, BK13=64, BN2=128, BK2=64, warps=8, stages=3, magic=1, ptx=1),
         dict(BM=64, BN13=64, BK13=128, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
+        dict(BM=64, BN13=64, BK13=64, BN2=64, BK2=64, warps=4, stages=3, magic=1, ptx=1),
+        dict(BM=64, BN13=64, BK13=64, BN2=256, BK2=64, warps=8, stages=3, magic=1, ptx=1),
+        dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
     ],
 }
-SWEEP_TOKENS = {"gemv": (1, 4, 16), "small": (1, 8, 16, 64), "large": (512, 2048)}
+SWEEP_TOKENS = {"gemv": (1, 4, 16), "small": (1, 8, 16, 64), "mid": (256, 512, 1024), "large": (2048, 4096)}
 
 
 def sweep(inter=512, log=print, classes=None) -> dict:
@@ -303,7 +309,7 @@ def sweep(inter=512, log=print, classes=None) -> dict:
                         1: TritonTier(random_tier("nf3", E - Kn, H, inter, nmap, 2), ws)}, H)
     chosen, trials = {}, []
     default = {"gemv": triton_tiers.kernel_config(1, False), "small": triton_tiers.grouped_config(64, False),
-               "large": triton_tiers.grouped_config(2048, False)}
+               "mid": triton_tiers.grouped_config(512, False), "large": triton_tiers.grouped_config(2048, False)}
     gemv_tokens = executor_mod.GEMV_TOKENS
     for cls, cands in SWEEP.items():
         if classes and cls not in classes:

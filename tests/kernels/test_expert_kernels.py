@@ -53,8 +53,7 @@ def test_hybrid_layer_matches_reference(kept_fmt, m, topk):
     assert rel(out, ref.forward(x, w, ids)) < TOL
 
 
-@pytest.mark.parametrize("kept_fmt", ["nvfp4", "mxfp4_e8m0k32"])
-@pytest.mark.parametrize("m", [1, 5, 40, 64])
+@pytest.mark.parametrize("kept_fmt,m", [("nvfp4", 1), ("nvfp4", 64), ("mxfp4_e8m0k32", 5), ("mxfp4_e8m0k32", 40)])
 def test_grouped_decode_tiles(kept_fmt, m, monkeypatch):
     """Decode-sized batches through the grouped kernels' small tiles (the per-pair path
     switched off; a tier sharing its output with another backend runs these): correct and
@@ -70,7 +69,8 @@ def test_grouped_decode_tiles(kept_fmt, m, monkeypatch):
         poison(ws)
         got = tri.forward(x, w, ids, on_input)
         assert rel(got, ref.forward(x, w, ids, on_input)) < TOL
-        assert torch.equal(tri.forward(x, w, ids, on_input), got)
+        if DEV == "cuda":  # the interpreter runs programs one after another
+            assert torch.equal(tri.forward(x, w, ids, on_input), got)
 
 
 @pytest.mark.parametrize("n_kept", [0, 16])
@@ -158,7 +158,8 @@ def test_glm5_shapes_on_gpu(inter):
     if DEV != "cuda":
         pytest.skip("GPU shapes")
     ref, tri, ws = build("nvfp4", 64, 256, 6144, inter, 8192, 8, seed=inter)
-    for m in (1, 8, 64, 511, 2048):
+    # both sides of each path switch; 4097 and 8192: several passes over the scratch
+    for m in (1, 8, 63, 64, 65, 511, 2048, 4097, 8192):
         w, ids = routing(m, 256, 8, seed=m, device=DEV)
         x = (torch.randn(m, 6144, device=DEV) * 2).to(torch.bfloat16)
         poison(ws)
@@ -175,7 +176,7 @@ def test_e2m1_decoded_by_shifts(kept_fmt, monkeypatch):
     from nf3_hybrid.backends import executor
 
     cfgs = {"gemv": dict(triton_tiers.kernel_config(1, interp)),
-            **{c: dict(triton_tiers.grouped_config(m, interp), magic=1) for c, m in (("small", 20), ("large", 99))}}
+            **{c: dict(triton_tiers.grouped_config(m, interp), magic=1) for c, m in (("small", 20), ("mid", 99))}}
     monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", cfgs)
     monkeypatch.setattr(executor, "GEMV_TOKENS", 16)  # 20 tokens: the grouped decode tiles
     ref, tri, ws = build(kept_fmt, 9, 16, 128, 64, 80, 4, seed=77)
@@ -205,7 +206,7 @@ def test_profiling_marks_only_where_all_four_are_recorded(monkeypatch):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("cls,tokens", [("small", (5, 17, 64)), ("large", (65, 300, 2048))])
+@pytest.mark.parametrize("cls,tokens", [("small", (5, 17, 64)), ("mid", (65, 300, 1024)), ("large", (1025, 2048))])
 def test_nf3_tiles_decoded_in_registers_on_gpu(monkeypatch, cls, tokens):
     """The grouped path with the NF3 tile decoded by inline PTX (tile option ``ptx``; the
     Triton interpreter has no inline assembly, so this runs on the GPU host only): against
@@ -216,7 +217,7 @@ def test_nf3_tiles_decoded_in_registers_on_gpu(monkeypatch, cls, tokens):
 
     monkeypatch.setattr(executor, "GEMV_TOKENS", 0)
     ref, tri, ws = build("nvfp4", 16, 64, 1024, 512, 2048, 8, seed=9)
-    classes = {c: triton_tiers.grouped_config(m, False) for c, m in (("small", 1), ("large", 999))}
+    classes = {c: triton_tiers.grouped_config(m, False) for c, m in (("small", 1), ("mid", 999), ("large", 2000))}
     errs = {}
     for m in tokens:
         w, ids = routing(m, 64, 8, seed=m, device=DEV)

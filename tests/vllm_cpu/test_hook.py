@@ -116,20 +116,30 @@ def test_broken_hook_never_stops_python_starting(tmp_path):
 
 
 CACHE_KEY_PROBE = """
-import json
+import json, os
 import vllm.compilation.caching as caching
 import vllm.compilation.backends as backends
 import {modelopt}
+from nf3_hybrid import flags
 from vllm.config.utils import hash_factors
-f = caching.envs.compile_factors()
-assert backends.envs.compile_factors() == f
-print("RESULT", json.dumps({{"hash": hash_factors(f), "overlay": f.get("NF3_HYBRID")}}))
+out = {{}}
+for name, env in json.loads(os.environ["PROBE_VARIANTS"]).items():
+    for k in [k for k in os.environ if k.startswith("HYBRID_") and k != "HYBRID_DISABLE"]:
+        del os.environ[k]
+    os.environ.update(env)
+    flags.reset_for_tests()
+    f = caching.envs.compile_factors()
+    assert backends.envs.compile_factors() == f
+    out[name] = {{"hash": hash_factors(f), "overlay": f.get("NF3_HYBRID")}}
+print("RESULT", json.dumps(out))
 """.format(modelopt=MODELOPT)
 
 
-def _cache_key(env):
+def _cache_keys(variants, disable=False):
     e = {k: v for k, v in os.environ.items() if not k.startswith("HYBRID_")}
-    e.update(env)
+    e["PROBE_VARIANTS"] = json.dumps(variants)
+    if disable:
+        e["HYBRID_DISABLE"] = "1"
     p = subprocess.run([sys.executable, "-c", CACHE_KEY_PROBE], capture_output=True, text=True, env=e, timeout=300)
     line = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")]
     assert p.returncode == 0 and line, p.stdout + p.stderr
@@ -139,13 +149,13 @@ def _cache_key(env):
 def test_flags_that_change_the_model_are_part_of_vllms_compile_cache_key():
     """Both of vLLM's compile caches hash envs.compile_factors(); without the overlay in it
     an engine with HYBRID_MXFP8_NATIVE=1 loaded the graph compiled without it (H200)."""
-    plain = _cache_key({})
+    keys = _cache_keys({"plain": {}, "native": {"HYBRID_MXFP8_NATIVE": "1"},
+                        "ref": {"HYBRID_KEPT": "ref", "HYBRID_NF3": "ref"}, "debug": {"HYBRID_DEBUG": "1"}})
+    plain = keys["plain"]
     assert plain["overlay"]["HYBRID_MXFP8_NATIVE"] is False and plain["overlay"]["version"]
-    native = _cache_key({"HYBRID_MXFP8_NATIVE": "1"})
-    ref = _cache_key({"HYBRID_KEPT": "ref", "HYBRID_NF3": "ref"})
-    assert len({plain["hash"], native["hash"], ref["hash"]}) == 3
+    assert len({plain["hash"], keys["native"]["hash"], keys["ref"]["hash"]}) == 3
     # a flag that only logs keeps the key (no recompilation for HYBRID_DEBUG)
-    assert _cache_key({"HYBRID_DEBUG": "1"})["hash"] == plain["hash"]
+    assert keys["debug"]["hash"] == plain["hash"]
     # stock vLLM (overlay disabled) keeps vLLM's own factors
-    stock = _cache_key({"HYBRID_DISABLE": "1"})
+    stock = _cache_keys({"stock": {}}, disable=True)["stock"]
     assert stock["overlay"] is None and stock["hash"] != plain["hash"]

@@ -44,7 +44,7 @@ def kernel_config(m: int, interp: bool) -> dict:
     else the grouped path's (``grouped_config``)."""
     if m > GEMV_TOKENS:
         return grouped_config(m, interp)
-    if CONFIG_OVERRIDE is not None:
+    if CONFIG_OVERRIDE is not None and "gemv" in CONFIG_OVERRIDE:
         return dict(CONFIG_OVERRIDE["gemv"])
     if interp:
         return dict(BN13=16, BK13=64, BN2=32, BK2=64, warps=4)
@@ -52,25 +52,45 @@ def kernel_config(m: int, interp: bool) -> dict:
     return dict(BN13=4, BK13=512, BN2=8, BK2=256, warps=2)
 
 
+# grouped-path tiles per batch class (``grouped_class``): fastest of the candidates timed
+# by `nf3-hybrid bench --sweep` on the H200 (GLM-5.2 shape, I=512), NF3 tiles decoded in
+# registers (ptx) in all three:
+# - small: bench_moe_h200_small_ptx.json — 1058 / 1902 µs at 16 / 64 tokens against 1728 /
+#   3382 looked up in memory (the fused path's GEMV: 476 / 1830, so it keeps those sizes);
+# - mid: bench_moe_h200_large_sweep2.json — 32-token blocks, 2120 µs at 512 tokens against
+#   2506 with 64 (5191 against 3757 at 2048); up to 1024 tokens, where an expert gets 32
+#   routed pairs on average (the boundary is reasoned, not timed);
+# - large: the same sweeps — ptx 3757-3889 µs at 2048 tokens against 5055-5211 looked up
+#   in memory.
+_GROUPED_TILES = {
+    "small": dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1),
+    "mid": dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
+    "large": dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
+}
+# under the interpreter (CPU tests): small tiles, float32 dots
+_INTERP_TILES = {
+    "small": dict(BM=16, BN13=16, BK13=64, BN2=32, BK2=128, warps=4, stages=1),
+    "mid": dict(BM=16, BN13=32, BK13=128, BN2=32, BK2=128, warps=4, stages=1),
+    "large": dict(BM=16, BN13=32, BK13=128, BN2=32, BK2=128, warps=4, stages=1),
+}
+MID_TOKENS = 1024
+
+
+def grouped_class(m: int) -> str:
+    """Up to DECODE_TOKENS the tiles stream weights (memory-bound: narrow token tiles);
+    above they feed tensor cores, with token blocks sized to the routed pairs an expert
+    gets on average."""
+    return "small" if m <= DECODE_TOKENS else "mid" if m <= MID_TOKENS else "large"
+
+
 def grouped_config(m: int, interp: bool) -> dict:
-    """Tiles of the routing-sorted grouped GEMMs: up to DECODE_TOKENS tokens they stream
-    weights (memory-bound: narrow token tiles), above they feed tensor cores. Chosen by m alone, so whatever sends a small batch here (a
-    lowered GEMV threshold, the benchmark's sweep) gets the decode tiles."""
-    if CONFIG_OVERRIDE is not None:
-        return dict(CONFIG_OVERRIDE["small" if m <= DECODE_TOKENS else "large"])
-    if interp:
-        if m <= DECODE_TOKENS:
-            return dict(BM=16, BN13=16, BK13=64, BN2=32, BK2=128, warps=4, stages=1)
-        return dict(BM=16, BN13=32, BK13=128, BN2=32, BK2=128, warps=4, stages=1)
-    # fastest of the candidates timed by `nf3-hybrid bench --sweep` on the H200 (GLM-5.2
-    # shape, I=512), both with the NF3 tiles decoded in registers (ptx). Small:
-    # bench_moe_h200_small_ptx.json — 1058 / 1902 µs at 16 / 64 tokens against 1728 / 3382
-    # looked up in memory (the fused path's GEMV: 476 / 1830, so it keeps those sizes).
-    # Large: bench_moe_h200_ptx_sweep.json — 3889 µs at 2048 tokens against 5211, 2601
-    # against 3509 at 512.
-    if m <= DECODE_TOKENS:
-        return dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1)
-    return dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1)
+    """Tiles of the routing-sorted grouped GEMMs for a batch of m tokens. Chosen by m
+    alone, so whatever sends a small batch here (a lowered GEMV threshold, the
+    benchmark's sweep) gets the decode tiles; the sweep may override a class."""
+    cls = grouped_class(m)
+    if CONFIG_OVERRIDE is not None and cls in CONFIG_OVERRIDE:
+        return dict(CONFIG_OVERRIDE[cls])
+    return dict((_INTERP_TILES if interp else _GROUPED_TILES)[cls])
 
 
 def _bins(n_local_max: int) -> int:
@@ -115,7 +135,7 @@ class Workspace:
         self.chunk = min(self.max_tokens, CHUNK_TOKENS)
         pairs = self.chunk * self.topk
         cap = blocks = 0
-        for m in (1, max(self.chunk, DECODE_TOKENS + 1)):  # both grouped-GEMM block sizes
+        for m in (1, DECODE_TOKENS + 1, MID_TOKENS + 1):  # every grouped-GEMM block size
             c, b = align.capacity(pairs, self.n_local, grouped_config(m, interpret())["BM"])
             cap, blocks = max(cap, c), max(blocks, b)
         nb = _bins(self.n_local)
@@ -263,6 +283,10 @@ def run_chunk(tiers, maps, x, topk_weights, topk_ids, weights_on_input, *, resul
     cfg = grouped_config(m, interpret())
     pairs = ids.numel()
     cap, blocks = align.capacity(pairs, ws.n_local, cfg["BM"])
+    if cap > ws.sorted_ids.shape[1] or blocks > ws.block_expert.shape[1]:
+        # only a tile override with blocks larger than the workspace planned for gets here
+        raise CapacityError(f"nf3-hybrid: {pairs} routed pairs in blocks of {cfg['BM']} need {cap} slots; "
+                            f"the workspace holds {ws.sorted_ids.shape[1]}")
     t_n = len(tiers)
     sorted_ids = ws.sorted_ids[:t_n, :cap]
     block_expert = ws.block_expert[:t_n, :blocks]

@@ -216,6 +216,18 @@ def _act_store(gate, up, hrow, cols, I, s2_ptr, rw, FMT: tl.constexpr, HAS_S2: t
     tl.store(hrow + _plane_index(cols, I, FMT), gate * tl.sigmoid(gate) * up)
 
 
+@triton.jit
+def _pair(ids_ptr, tw_ptr, a_map, b_map, HAS_A: tl.constexpr, HAS_B: tl.constexpr, BN: tl.constexpr):
+    """This program's routed pair p and row tile: its local expert in tier A and in tier B
+    (−1: not there), routing weight and the tile's rows."""
+    p = tl.program_id(0)
+    g = tl.load(ids_ptr + p).to(tl.int32)
+    la = tl.load(a_map + g) if HAS_A else -1
+    lb = tl.load(b_map + g) if HAS_B else -1
+    j = tl.program_id(1)
+    return p, j, j * BN + tl.arange(0, BN), la, lb, tl.load(tw_ptr + p).to(tl.float32)
+
+
 @triton.jit(do_not_specialize=["topk"])
 def _gemv13_kernel(
     xa_ptr, xb_ptr, stride_xm, ids_ptr, tw_ptr, topk, K, I, h_ptr, stride_h,
@@ -225,15 +237,9 @@ def _gemv13_kernel(
     A_HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
     ASM: tl.constexpr,
 ):
-    p = tl.program_id(0)
-    j = tl.program_id(1)
-    g = tl.load(ids_ptr + p).to(tl.int32)
+    p, j, cols, la, lb, rw = _pair(ids_ptr, tw_ptr, a_map, b_map, HAS_A, HAS_B, BN)
     xrow = (p // topk).to(tl.int64) * stride_xm
-    cols = j * BN + tl.arange(0, BN)
     hrow = h_ptr + p.to(tl.int64) * stride_h
-    la = tl.load(a_map + g) if HAS_A else -1
-    lb = tl.load(b_map + g) if HAS_B else -1
-    rw = tl.load(tw_ptr + p).to(tl.float32)
     if la >= 0:
         gu = _rows_dot(a_w, a_s, la, j * BN, I, a_swe, a_swn, a_sse, a_ssn, xa_ptr + xrow, K,
                        a_vtab, a_stab, a_t0, a_t1, a_t2, 0, A_FMT, A_GROUP, 2 * BN, BK, ASM, True)
@@ -255,15 +261,9 @@ def _gemv2_kernel(
     A_HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
     ASM: tl.constexpr,
 ):
-    p = tl.program_id(0)
-    j = tl.program_id(1)
-    g = tl.load(ids_ptr + p).to(tl.int32)
+    p, j, cols, la, lb, rw = _pair(ids_ptr, tw_ptr, a_map, b_map, HAS_A, HAS_B, BN)
     hrow = h_ptr + p.to(tl.int64) * stride_h
-    cols = j * BN + tl.arange(0, BN)
     yrow = y_ptr + p.to(tl.int64) * stride_y + cols
-    la = tl.load(a_map + g) if HAS_A else -1
-    lb = tl.load(b_map + g) if HAS_B else -1
-    rw = tl.load(tw_ptr + p).to(tl.float32)
     if la >= 0:
         acc = _rows_dot(a_w, a_s, la, j * BN, 0, a_swe, a_swn, a_sse, a_ssn, hrow, I, a_vtab, a_stab,
                         a_t0, a_t1, a_t2, 0, A_FMT, A_GROUP, BN, BK, ASM, False)

@@ -164,10 +164,14 @@ def _dot_dtype(fmt: int, dot_fp32: bool):
 
 
 @triton.jit
-def _block(sorted_ptr, b, P, BM: tl.constexpr):
-    """Block b's routed pairs (sentinel P in padding slots) and which of them are real."""
-    pairs = tl.load(sorted_ptr + b * BM + tl.arange(0, BM))
-    return pairs, pairs < P
+def _block(sorted_ptr, bexp_ptr, P, BM: tl.constexpr):
+    """This program's block b and column tile j: the block's local expert (−1: past the
+    end), its routed pairs (sentinel P in padding slots), which of them are real, and its
+    slots."""
+    b = tl.program_id(0)
+    slots = b * BM + tl.arange(0, BM)
+    pairs = tl.load(sorted_ptr + slots)
+    return tl.load(bexp_ptr + b), tl.program_id(1), pairs, pairs < P, slots.to(tl.int64)
 
 
 @triton.jit(do_not_specialize=["P", "topk"])
@@ -178,12 +182,9 @@ def _w13_kernel(
     FMT: tl.constexpr, HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, MAGIC: tl.constexpr, PTX: tl.constexpr,
 ):
-    b = tl.program_id(0)
-    j = tl.program_id(1)
-    e = tl.load(bexp_ptr + b)
+    e, j, pairs, valid, slots = _block(sorted_ptr, bexp_ptr, P, BM)
     if e < 0:
         return
-    pairs, valid = _block(sorted_ptr, b, P, BM)
     tok = tl.where(valid, pairs // topk, 0).to(tl.int64)
     acc_g = tl.zeros([BN, BM], dtype=tl.float32)
     acc_u = tl.zeros([BN, BM], dtype=tl.float32)
@@ -197,7 +198,6 @@ def _w13_kernel(
                           val_tab_ptr, scale_tab_ptr, FMT, BN, BK, DT, MAGIC, PTX)
         acc_u += tl.dot(wu, xt)
     cols = j * BN + tl.arange(0, BN)
-    slots = (b * BM + tl.arange(0, BM)).to(tl.int64)
     if HAS_S2:
         acc_g *= tl.load(s2_ptr + e * 2)
         acc_u *= tl.load(s2_ptr + e * 2 + 1)
@@ -218,13 +218,9 @@ def _w2_kernel(
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, MAGIC: tl.constexpr, PTX: tl.constexpr,
     PAIR_ROWS: tl.constexpr,
 ):
-    b = tl.program_id(0)
-    j = tl.program_id(1)
-    e = tl.load(bexp_ptr + b)
+    e, j, pairs, valid, slots = _block(sorted_ptr, bexp_ptr, P, BM)
     if e < 0:
         return
-    pairs, valid = _block(sorted_ptr, b, P, BM)
-    slots = (b * BM + tl.arange(0, BM)).to(tl.int64)
     acc = tl.zeros([BN, BM], dtype=tl.float32)
     for k0 in range(0, K, BK):
         kk = k0 + tl.arange(0, BK)
