@@ -133,6 +133,15 @@ def test_output_reproducible_and_experts_of_no_tier_skipped(m):
     assert torch.equal(tri.forward(x, w, ids), first)
 
 
+def test_workspace_grows_once_and_holds_a_row_per_routed_pair():
+    ws = Workspace(torch.device(DEV))
+    assert ws.reserve(5000, 8, 128, 64, 12)
+    assert not ws.reserve(100, 4, 128, 32, 3)  # covered already: nothing reallocated
+    assert ws.chunk == 2048 and ws.pair_rows.shape == (2048 * 8, 128)
+    assert ws.nbytes() >= ws.pair_rows.numel() * 4 + ws.inter_cache.numel() * 2
+    assert ws.reserve(5000, 8, 256, 64, 12) and ws.pair_rows.shape == (2048 * 8, 256)
+
+
 def test_single_tier_backend_adds_into_a_shared_output():
     """run_into (the path used when the other tier runs on another backend)."""
     kmap, nmap = split_experts(16, 6, 4)

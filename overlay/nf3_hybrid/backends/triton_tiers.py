@@ -125,12 +125,13 @@ class Workspace:
                 ws = cls._by_device[dev] = Workspace(dev)
             return ws
 
-    def reserve(self, max_tokens: int, topk: int, hidden: int, inter: int, n_local: int):
-        """Grow the scratch to cover these sizes (called while processing weights)."""
+    def reserve(self, max_tokens: int, topk: int, hidden: int, inter: int, n_local: int) -> bool:
+        """Grow the scratch to cover these sizes (called while processing weights); whether
+        it grew."""
         need = (max(self.max_tokens, max_tokens), max(self.topk, topk), max(self.hidden, hidden),
                 max(self.inter, inter), max(self.n_local, n_local))
         if need == (self.max_tokens, self.topk, self.hidden, self.inter, self.n_local):
-            return
+            return False
         self.max_tokens, self.topk, self.hidden, self.inter, self.n_local = need
         self.chunk = min(self.max_tokens, CHUNK_TOKENS)
         pairs = self.chunk * self.topk
@@ -152,6 +153,7 @@ class Workspace:
         # both paths: one fp32 output row per routed pair, summed per token in slot order
         self.pair_rows = torch.empty((pairs, self.hidden), dtype=torch.float32, device=d)
         self.inter_cache = torch.empty((cap, self.inter), dtype=torch.bfloat16, device=d)
+        return True
 
     def table(self, name: str, values, dtype=torch.float16) -> torch.Tensor:
         """Decode tables are 16-bit (see kernels/expert_mlp.py for why)."""

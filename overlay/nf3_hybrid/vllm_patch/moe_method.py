@@ -212,8 +212,12 @@ class HybridNvFp4FusedMoE(FusedMoEMethodBase):
             from ..backends.triton_tiers import Workspace
 
             max_tokens = f.max_tokens or self.moe.max_num_tokens
-            Workspace.get(dev).reserve(max_tokens, self.moe.experts_per_token, self.hidden, self.inter,
-                                       max(self.plan.count(KEPT), self.plan.count(NF3_TIER)))
+            ws = Workspace.get(dev)
+            if ws.reserve(max_tokens, self.moe.experts_per_token, self.hidden, self.inter,
+                          max(self.plan.count(KEPT), self.plan.count(NF3_TIER))):
+                logger.info("nf3-hybrid: kernel scratch on %s: %.2f GiB, shared by all hybrid layers "
+                            "(up to %d tokens a step, in passes of %d)", dev, ws.nbytes() / 2**30,
+                            ws.max_tokens, ws.chunk)
         if f.tier != "both" and choice.kept == "b12x_nf3":
             raise HybridConfigError(f"HYBRID_TIER={f.tier} isolates one tier, but HYBRID_KEPT=b12x_nf3 runs both in "
                                     "one b12x launch; use HYBRID_KEPT=b12x (or triton) to isolate a tier")
