@@ -1,7 +1,9 @@
-"""Compile the decode GEMV kernels for a GPU target on any machine (Triton ships ptxas and
-nvdisasm) and report what matters for tuning without a GPU: layout conversions in the
-TTGIR, registers, spills, shared memory, and SASS instruction counts by kind.
-Usage: python3 bench/compile_probe.py [--arch 90] [--cfg BN13=4,BK13=512,...] [--dump DIR]"""
+"""Compile the decode GEMV kernels, or the grouped (prefill) NF3 kernels, for a GPU target
+on any machine (Triton ships ptxas and nvdisasm) and report what matters for tuning
+without a GPU: layout conversions in the TTGIR, registers, spills, shared memory, SASS
+instruction counts by kind, and for each loop (a backward branch) its instructions by kind.
+Usage: python3 bench/compile_probe.py [--arch 90] [--cfg BN13=4,BK13=512,...] [--dump DIR]
+       python3 bench/compile_probe.py --grouped [--cfg BM=64,BN13=64,BK13=64,BN2=128,BK2=64,warps=4,stages=3,ptx=1]"""
 import argparse
 import collections
 import re
@@ -14,7 +16,10 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from nf3_hybrid.kernels import expert_gemv
+import triton.language as tl
+
+from nf3_hybrid.formats import nf3
+from nf3_hybrid.kernels import expert_gemv, expert_mlp, ptx_decode
 
 COMMON = dict(A_FMT=1, A_GROUP=16, HAS_A=True, HAS_B=True, A_HAS_S2=True, WEIGHT_ON_INPUT=False, ASM=True)
 TIER = ("map", "w", "s", "s2", "swe", "swn", "sse", "ssn", "vtab", "stab")
@@ -30,7 +35,9 @@ def signature(kernel, consts):
         tail = name.split("_", 1)[-1]
         if name.endswith("_ptr"):
             sig[name] = {"xa_ptr": "*fp32", "xb_ptr": "*fp32", "h_ptr": "*fp32", "ids_ptr": "*i32", "tw_ptr": "*fp32",
-                         "y_ptr": "*fp32"}[name]
+                         "y_ptr": "*fp32", "x_ptr": "*bf16", "w_ptr": "*i32", "s_ptr": "*u8", "s2_ptr": "*fp32",
+                         "sorted_ptr": "*i32", "bexp_ptr": "*i32", "inter_ptr": "*bf16", "out_ptr": "*fp32",
+                         "val_tab_ptr": "*fp16", "scale_tab_ptr": "*fp16"}[name]
         elif name[:2] in ("a_", "b_") and tail in TYPES:
             sig[name] = TYPES[tail]
         else:
@@ -38,10 +45,29 @@ def signature(kernel, consts):
     return sig
 
 
-def probe(kernel, consts, arch, warps, dump=None):
+def loops(sass: str):
+    """Instructions by kind inside each loop body: the span from a label to the backward
+    branch that returns to it."""
+    lines = sass.splitlines()
+    labels = {m.group(1): i for i, l in enumerate(lines) if (m := re.match(r"^\.(L_x_\d+):", l))}
+    out = []
+    for i, l in enumerate(lines):
+        m = re.search(r"\bBRA\b.*`\(\.(L_x_\d+)\)", l)
+        if m and m.group(1) in labels and labels[m.group(1)] < i:
+            body = "\n".join(lines[labels[m.group(1)]:i + 1])
+            ops = collections.Counter(x.group(1).split(".")[0] for x in re.finditer(_OP, body, re.M))
+            out.append(dict(instructions=sum(ops.values()), top=ops.most_common(10)))
+    return out
+
+
+_OP = r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)"
+
+
+def probe(kernel, consts, arch, warps, dump=None, stages=None):
     src = ASTSource(kernel, signature(kernel, consts), constexprs={(kernel.arg_names.index(k),): v
                                                                    for k, v in consts.items()})
-    ck = triton.compile(src, target=GPUTarget("cuda", arch, 32), options=dict(num_warps=warps))
+    opts = dict(num_warps=warps) if stages is None else dict(num_warps=warps, num_stages=stages)
+    ck = triton.compile(src, target=GPUTarget("cuda", arch, 32), options=opts)
     ttgir = ck.asm["ttgir"]
     with tempfile.TemporaryDirectory() as d:
         cubin = Path(d, "k.cubin")
@@ -52,7 +78,7 @@ def probe(kernel, consts, arch, warps, dump=None):
         res = subprocess.run([str(cuobjdump), "--dump-resource-usage", str(cubin)], capture_output=True,
                              text=True).stdout
     usage = dict(re.findall(r"(REG|STACK|SHARED|LOCAL):(\d+)", res))
-    ops = collections.Counter(m.group(1).split(".")[0] for m in re.finditer(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", sass, re.M))
+    ops = collections.Counter(m.group(1).split(".")[0] for m in re.finditer(_OP, sass, re.M))
     if dump:
         Path(dump).mkdir(parents=True, exist_ok=True)
         for k in ("ttgir", "ptx"):
@@ -60,21 +86,42 @@ def probe(kernel, consts, arch, warps, dump=None):
         Path(dump, f"{kernel.__name__}.sass").write_text(sass)
     return dict(convert_layout=ttgir.count("convert_layout"), local_alloc=ttgir.count("local_alloc"),
                 regs=int(usage.get("REG", -1)), stack=int(usage.get("STACK", -1)), shared=ck.metadata.shared,
-                sass_total=sum(ops.values()), top=ops.most_common(14))
+                sass_total=sum(ops.values()), top=ops.most_common(14), loops=loops(sass))
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--arch", type=int, default=90)
-    ap.add_argument("--cfg", default="BN13=4,BK13=512,BN2=8,BK2=256,warps=2")
+    ap.add_argument("--cfg", default=parser_default_cfg())
     ap.add_argument("--dump")
+    ap.add_argument("--grouped", action="store_true", help="the grouped NF3 w13/w2 kernels instead")
     a = ap.parse_args()
+    if a.grouped:
+        return grouped(a)
     cfg = {k: int(v) for k, v in (kv.split("=") for kv in a.cfg.split(","))}
     c = dict(COMMON)
     for kernel, bn, bk, extra in ((expert_gemv._gemv13_kernel, cfg["BN13"], cfg["BK13"], c),
                                   (expert_gemv._gemv2_kernel, cfg["BN2"], cfg["BK2"], COMMON)):
         r = probe(kernel, dict(extra, BN=bn, BK=bk), a.arch, cfg["warps"], a.dump)
         print(kernel.__name__, r)
+
+
+
+def grouped(a):
+    cfg = dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, ptx=1)
+    if a.cfg != parser_default_cfg():
+        cfg.update({k: int(v) for k, v in (kv.split("=") for kv in a.cfg.split(","))})
+    words = ptx_decode.nf3_table_words(nf3.validate_codebook(None)) if cfg.get("ptx") else None
+    base = dict(FMT=expert_mlp.FMT_NF3, HAS_S2=False, WEIGHT_ON_INPUT=False, BM=cfg["BM"], DT=tl.float16,
+                MAGIC=False, PTX=words)
+    for kernel, extra in ((expert_mlp._w13_kernel, dict(BN=cfg["BN13"], BK=cfg["BK13"])),
+                          (expert_mlp._w2_kernel, dict(BN=cfg["BN2"], BK=cfg["BK2"], PAIR_ROWS=True))):
+        r = probe(kernel, dict(base, **extra), a.arch, cfg["warps"], a.dump, cfg["stages"])
+        print(kernel.__name__, r)
+
+
+def parser_default_cfg():
+    return "BN13=4,BK13=512,BN2=8,BK2=256,warps=2"
 
 
 if __name__ == "__main__":
