@@ -26,7 +26,7 @@ TIER = ("map", "w", "s", "s2", "swe", "swn", "sse", "ssn", "vtab", "stab")
 TYPES = {"map": "*i32", "w": "*i32", "s": "*u8", "s2": "*fp32", "vtab": "*fp16", "stab": "*fp16"}
 
 
-def signature(kernel, consts):
+def signature(kernel, consts, x_type="*bf16"):
     sig = {}
     for name in kernel.arg_names:
         if name in consts:
@@ -35,7 +35,7 @@ def signature(kernel, consts):
         tail = name.split("_", 1)[-1]
         if name.endswith("_ptr"):
             sig[name] = {"xa_ptr": "*fp32", "xb_ptr": "*fp32", "h_ptr": "*fp32", "ids_ptr": "*i32", "tw_ptr": "*fp32",
-                         "y_ptr": "*fp32", "x_ptr": "*bf16", "w_ptr": "*i32", "s_ptr": "*u8", "s2_ptr": "*fp32",
+                         "y_ptr": "*fp32", "x_ptr": x_type, "w_ptr": "*i32", "s_ptr": "*u8", "s2_ptr": "*fp32",
                          "sorted_ptr": "*i32", "bexp_ptr": "*i32", "inter_ptr": "*bf16", "out_ptr": "*fp32",
                          "val_tab_ptr": "*fp16", "scale_tab_ptr": "*fp16"}[name]
         elif name[:2] in ("a_", "b_") and tail in TYPES:
@@ -63,8 +63,8 @@ def loops(sass: str):
 _OP = r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)"
 
 
-def probe(kernel, consts, arch, warps, dump=None, stages=None):
-    src = ASTSource(kernel, signature(kernel, consts), constexprs={(kernel.arg_names.index(k),): v
+def probe(kernel, consts, arch, warps, dump=None, stages=None, x_type="*bf16"):
+    src = ASTSource(kernel, signature(kernel, consts, x_type), constexprs={(kernel.arg_names.index(k),): v
                                                                    for k, v in consts.items()})
     opts = dict(num_warps=warps) if stages is None else dict(num_warps=warps, num_stages=stages)
     ck = triton.compile(src, target=GPUTarget("cuda", arch, 32), options=opts)
@@ -116,7 +116,8 @@ def grouped(a):
                 MAGIC=False, PTX=words)
     for kernel, extra in ((expert_mlp._w13_kernel, dict(BN=cfg["BN13"], BK=cfg["BK13"])),
                           (expert_mlp._w2_kernel, dict(BN=cfg["BN2"], BK=cfg["BK2"], PAIR_ROWS=True))):
-        r = probe(kernel, dict(base, **extra), a.arch, cfg["warps"], a.dump, cfg["stages"])
+        r = probe(kernel, dict(base, **extra), a.arch, cfg["warps"], a.dump, cfg["stages"],
+                  "*fp16" if cfg.get("x16") else "*bf16")
         print(kernel.__name__, r)
 
 

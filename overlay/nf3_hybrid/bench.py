@@ -270,6 +270,9 @@ SWEEP = {
     ],
     "mid": [
         dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
+        # activations converted to fp16 once per chunk: w13 loop 428 -> 398 SASS
+        # instructions (compile_probe), not yet timed
+        dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1, x16=1),
         dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
         dict(BM=32, BN13=64, BK13=64, BN2=64, BK2=64, warps=4, stages=3, magic=1, ptx=1),
         dict(BM=16, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
@@ -278,6 +281,8 @@ SWEEP = {
         # the default before NF3 tiles were decoded in registers, for reference
         dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1),
         dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
+        # w13 loop 541 -> 483 instructions (compile_probe), not yet timed
+        dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1, x16=1),
         dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=4, magic=1, ptx=1),
         dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=2, magic=1, ptx=1),
         dict(BM=64, BN13=128, BK13=64, BN2=128, BK2=64, warps=8, stages=3, magic=1, ptx=1),

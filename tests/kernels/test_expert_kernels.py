@@ -196,6 +196,30 @@ def test_e2m1_decoded_by_shifts(kept_fmt, monkeypatch):
         assert rel(tri.forward(x, w, ids), ref.forward(x, w, ids)) < TOL, m
 
 
+@pytest.mark.parametrize("kept_fmt", ["nvfp4", "mxfp4_e8m0k32"])
+def test_activations_converted_to_fp16_once_per_chunk(kept_fmt, monkeypatch):
+    """Tile option x16: the grouped kernels of the fp16 tiers read a per-chunk fp16 copy of
+    the activations instead of converting the bf16 ones in every program's K loop (the
+    MXFP4 tier, which dots in bf16, keeps reading them). Same result as without; on the
+    GPU the same bits (the kernels converted to fp16 anyway)."""
+    from nf3_hybrid.backends import triton_tiers
+
+    interp = triton_tiers.interpret()
+    ref, tri, ws = build(kept_fmt, 5, 16, 128, 64, 80, 4, seed=31)
+    w, ids = routing(70, 16, 4, seed=70, device=DEV)
+    x = (torch.randn(70, 128, generator=torch.Generator().manual_seed(70)) * 2).to(torch.bfloat16).to(DEV)
+    got = {}
+    for x16 in (0, 1):
+        monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", {"mid": dict(triton_tiers.grouped_config(70, interp), x16=x16)})
+        poison(ws)
+        ws.x16.fill_(float("nan"))
+        got[x16] = tri.forward(x, w, ids)
+    assert torch.equal(ws.x16[:70], x.half())
+    assert rel(got[1], ref.forward(x, w, ids)) < TOL
+    if DEV == "cuda":
+        assert torch.equal(got[1], got[0])
+
+
 def test_profiling_marks_only_where_all_four_are_recorded(monkeypatch):
     """HYBRID_PROFILE times a call only if the executor records all four marks: the
     fused path does in one pass; a batch above the chunk (vLLM's memory-profiling dummy

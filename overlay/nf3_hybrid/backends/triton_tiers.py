@@ -153,6 +153,8 @@ class Workspace:
         # both paths: one fp32 output row per routed pair, summed per token in slot order
         self.pair_rows = torch.empty((pairs, self.hidden), dtype=torch.float32, device=d)
         self.inter_cache = torch.empty((cap, self.inter), dtype=torch.bfloat16, device=d)
+        # the chunk's activations in fp16, for tile option x16
+        self.x16 = torch.empty((self.chunk, self.hidden), dtype=torch.float16, device=d)
         return True
 
     def table(self, name: str, values, dtype=torch.float16) -> torch.Tensor:
@@ -166,7 +168,7 @@ class Workspace:
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in
                    (self.sorted_ids, self.block_expert, self.cursor, self.starts, self.ends, self.inter_cache,
-                    self.pair_rows, self.planes, self.pair_inter))
+                    self.pair_rows, self.planes, self.pair_inter, self.x16))
 
 
 def _e4m3_table():
@@ -205,10 +207,14 @@ class TritonTier(TierBackend):
         self.w2_scale = tier.w2_scale.view(torch.uint8)
         self.own_maps = stacked_maps([self]) if tier.num_experts else None
 
-    def gemms(self, x, tw, sorted_ids, block_expert, out, num_pairs, topk, on_input, cfg, pair_rows):
+    def gemms(self, x, tw, sorted_ids, block_expert, out, num_pairs, topk, on_input, cfg, pair_rows, x16=None):
+        """``x16``: the activations already in fp16 (tile option ``x16``), read instead of
+        ``x`` by the tiers whose dot operands are fp16 (all but MXFP4)."""
         t = self.tier
         if t.num_experts == 0:
             return
+        if x16 is not None and self.fmt != expert_mlp.FMT_MXFP4:
+            x = x16
         inter = self.ws.inter_cache[: sorted_ids.numel(), : t.inter]
         dot32 = interpret()
         words = self.table_words
@@ -293,6 +299,11 @@ def run_chunk(tiers, maps, x, topk_weights, topk_ids, weights_on_input, *, resul
     sorted_ids = ws.sorted_ids[:t_n, :cap]
     block_expert = ws.block_expert[:t_n, :blocks]
     dest = ws.pair_rows[:pairs] if result is not None else add_into
+    x16 = None
+    if cfg.get("x16"):
+        # converted once per chunk instead of in every (expert block, row tile) program's K loop
+        x16 = ws.x16[:m]
+        x16.copy_(x)
     if marks is not None:
         marks[0].record()
     align.launch(ids, maps[0], maps[1], sorted_ids, block_expert, ws.cursor[:t_n], ws.starts[:t_n],
@@ -301,7 +312,7 @@ def run_chunk(tiers, maps, x, topk_weights, topk_ids, weights_on_input, *, resul
         marks[1].record()
     for i, tier in enumerate(tiers):
         tier.gemms(x, tw, sorted_ids[i], block_expert[i], dest, pairs, topk, weights_on_input, cfg,
-                   pair_rows=result is not None)
+                   pair_rows=result is not None, x16=x16)
         if marks is not None and tier.tier.fmt != NF3:
             marks[2].record()
     if marks is not None:
