@@ -153,9 +153,18 @@ class Workspace:
         # both paths: one fp32 output row per routed pair, summed per token in slot order
         self.pair_rows = torch.empty((pairs, self.hidden), dtype=torch.float32, device=d)
         self.inter_cache = torch.empty((cap, self.inter), dtype=torch.bfloat16, device=d)
-        # the chunk's activations in fp16, for tile option x16
-        self.x16 = torch.empty((self.chunk, self.hidden), dtype=torch.float16, device=d)
+        self.x16 = None  # tile option x16 only: see fp16_activations
         return True
+
+    def fp16_activations(self, x: torch.Tensor) -> torch.Tensor:
+        """The chunk's activations converted to fp16 into scratch (tile option x16). The
+        buffer is made on first use — the option is off by default; a config that turns
+        it on gets it in LayerExecutor.warmup, before any CUDA graph is captured."""
+        if self.x16 is None:
+            self.x16 = torch.empty((self.chunk, self.hidden), dtype=torch.float16, device=self.device)
+        out = self.x16[: x.shape[0]]
+        out.copy_(x)
+        return out
 
     def table(self, name: str, values, dtype=torch.float16) -> torch.Tensor:
         """Decode tables are 16-bit (see kernels/expert_mlp.py for why)."""
@@ -168,7 +177,7 @@ class Workspace:
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in
                    (self.sorted_ids, self.block_expert, self.cursor, self.starts, self.ends, self.inter_cache,
-                    self.pair_rows, self.planes, self.pair_inter, self.x16))
+                    self.pair_rows, self.planes, self.pair_inter, self.x16) if t is not None)
 
 
 def _e4m3_table():
@@ -299,11 +308,8 @@ def run_chunk(tiers, maps, x, topk_weights, topk_ids, weights_on_input, *, resul
     sorted_ids = ws.sorted_ids[:t_n, :cap]
     block_expert = ws.block_expert[:t_n, :blocks]
     dest = ws.pair_rows[:pairs] if result is not None else add_into
-    x16 = None
-    if cfg.get("x16"):
-        # converted once per chunk instead of in every (expert block, row tile) program's K loop
-        x16 = ws.x16[:m]
-        x16.copy_(x)
+    # converted once per chunk instead of in every (expert block, row tile) program's K loop
+    x16 = ws.fp16_activations(x) if cfg.get("x16") else None
     if marks is not None:
         marks[0].record()
     align.launch(ids, maps[0], maps[1], sorted_ids, block_expert, ws.cursor[:t_n], ws.starts[:t_n],
