@@ -10,9 +10,9 @@ Kernels, the structure of vLLM's fused MoE:
   shares its output with another backend).
 
 Split-K (gate/up partial sums added atomically into an fp32 buffer and finished by a
-second kernel; down partial sums added into the output) was removed: on the H200 it gave wrong,
-run-to-run different results from 40 tokens on (relative error 1-4 %; cause not found,
-bench/results/README.md), and the decode GEMV serves those batch sizes in the fused path.
+second kernel; down partial sums added into the output) was removed: on the H200 it gave
+wrong, run-to-run different results from 40 tokens on (relative error 1-4 %, 17-32 tokens
+fine; cause not found), and the decode GEMV serves those batch sizes in the fused path.
 
 Weights are read in the checkpoint's own packing (no repacked copy, nothing extra at
 load). Dequantization, and what the H200 measurements taught:
@@ -34,7 +34,7 @@ load). Dequantization, and what the H200 measurements taught:
   decodes the codes in registers instead (the decode GEMV's byte permutes): compiled
   for SM90, the w13 loop drops from 893 to 533 instructions and from 19 layout
   conversions to 1 (BM=BN=BK=64); on the H200 the hybrid layer at 2048 tokens took
-  3.9 ms instead of 5.2 (bench_moe_h200_s4.json): the default for prefill tiles.
+  3.9 ms instead of 5.2 (bench_moe_h200_ptx_sweep.json): the default in every grouped tile.
 The tile is then one ``tl.dot`` operand (fp16, or bf16 for MXFP4 whose power-of-two
 scales can leave fp16's range). Under the interpreter (CPU tests) the dots are float32.
 
