@@ -166,9 +166,14 @@ def compare(plp, ref):
     return topn_agreement(plp, ref, TOPN)
 
 
+def _shared_diffs(a, b):
+    """|Δ log-prob| of every token both runs list, position by position."""
+    return [abs(x[k] - y[k]) for sa, sb in zip(a, b) for x, y in zip(sa, sb) for k in x if k in y]
+
+
 def identical(a, b):
     """Largest |Δ log-prob| over the tokens both runs list at each position."""
-    diffs = [abs(x[k] - y[k]) for sa, sb in zip(a, b) for x, y in zip(sa, sb) for k in x if k in y]
+    diffs = _shared_diffs(a, b)
     return max(diffs) if diffs else None
 
 
@@ -185,7 +190,7 @@ def worst_positions(a, b, n=5):
 
 def mean_abs_diff(a, b):
     """Mean |Δ log-prob| over the tokens both runs list, all positions."""
-    diffs = [abs(x[k] - y[k]) for sa, sb in zip(a, b) for x, y in zip(sa, sb) for k in x if k in y]
+    diffs = _shared_diffs(a, b)
     return sum(diffs) / len(diffs) if diffs else None
 
 

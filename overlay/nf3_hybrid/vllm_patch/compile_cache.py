@@ -20,10 +20,10 @@ def overlay_factors() -> dict:
     return {"version": __version__, **flags.model_factors(flags.current())}
 
 
-def patch_compile_factors(envs_module=None):
+def patch_compile_factors():
     """Wrap ``compile_factors`` once; callers read it through the module (``envs.compile_factors()``)."""
-    if envs_module is None:
-        import vllm.envs as envs_module
+    import vllm.envs as envs_module
+
     stock = envs_module.compile_factors
     if getattr(stock, "nf3_hybrid_wrapped", False):
         return
