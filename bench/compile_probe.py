@@ -34,15 +34,32 @@ def signature(kernel, consts, x_type="*bf16"):
             continue
         tail = name.split("_", 1)[-1]
         if name.endswith("_ptr"):
-            sig[name] = {"xa_ptr": "*fp32", "xb_ptr": "*fp32", "h_ptr": "*fp32", "ids_ptr": "*i32", "tw_ptr": "*fp32",
+            sig[name] = {"xa_ptr": "*i32", "xb_ptr": "*i32",
+                         "h_ptr": "*i32" if kernel.__name__ == "_gemv2_kernel" else "*fp16", "ids_ptr": "*i32", "tw_ptr": "*fp32",
                          "y_ptr": "*fp32", "x_ptr": x_type, "w_ptr": "*i32", "s_ptr": "*u8", "s2_ptr": "*fp32",
-                         "sorted_ptr": "*i32", "bexp_ptr": "*i32", "inter_ptr": "*bf16", "out_ptr": "*fp32",
+                         "sorted_ptr": "*i32", "bexp_ptr": "*i32", "inter_ptr": "*fp16", "out_ptr": "*fp32",
                          "val_tab_ptr": "*fp16", "scale_tab_ptr": "*fp16"}[name]
         elif name[:2] in ("a_", "b_") and tail in TYPES:
             sig[name] = TYPES[tail]
         else:
             sig[name] = "i32"
     return sig
+
+
+def launch_attrs(kernel, sig):
+    """What Triton's launcher assumes at a real launch with GLM-5.2's shapes: pointers
+    16-byte aligned, integer arguments (sizes, strides) divisible by 16 unless the
+    kernel opts out — without it loads along a row are not vectorised and the counts
+    describe a kernel that never runs."""
+    skip = {kernel.arg_names[a] if isinstance(a, int) else a for a in kernel.do_not_specialize}
+    out = {}
+    for i, name in enumerate(kernel.arg_names):
+        kind = sig[name]
+        if kind == "constexpr" or name in skip:
+            continue
+        if kind.startswith("*") or kind == "i32":
+            out[(i,)] = [["tt.divisibility", 16]]
+    return out
 
 
 def loops(sass: str):
@@ -64,8 +81,9 @@ _OP = r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)"
 
 
 def probe(kernel, consts, arch, warps, dump=None, stages=None, x_type="*bf16"):
-    src = ASTSource(kernel, signature(kernel, consts, x_type), constexprs={(kernel.arg_names.index(k),): v
-                                                                   for k, v in consts.items()})
+    sig = signature(kernel, consts, x_type)
+    src = ASTSource(kernel, sig, constexprs={(kernel.arg_names.index(k),): v for k, v in consts.items()},
+                    attrs=launch_attrs(kernel, sig))
     opts = dict(num_warps=warps) if stages is None else dict(num_warps=warps, num_stages=stages)
     ck = triton.compile(src, target=GPUTarget("cuda", arch, 32), options=opts)
     ttgir = ck.asm["ttgir"]

@@ -258,38 +258,34 @@ def plot(res, path):
 # against the grouped path's "small" configs on the same token counts
 SWEEP = {
     "gemv": [dict(BN13=4, BK13=512, BN2=8, BK2=256, warps=2),
-             dict(BN13=2, BK13=1024, BN2=8, BK2=256, warps=2),
-             dict(BN13=4, BK13=2048, BN2=8, BK2=512, warps=4),
-             dict(BN13=8, BK13=512, BN2=16, BK2=512, warps=2)],
+             # more weight words in flight per thread (compile_probe: no spills); the down
+             # GEMV with a whole per-rank K (512 at TP 4) per program
+             dict(BN13=4, BK13=512, BN2=16, BK2=512, warps=2),
+             dict(BN13=4, BK13=1024, BN2=16, BK2=512, warps=2),
+             dict(BN13=4, BK13=2048, BN2=16, BK2=512, warps=2),
+             dict(BN13=8, BK13=1024, BN2=32, BK2=512, warps=2),
+             dict(BN13=2, BK13=2048, BN2=16, BK2=512, warps=1)],
     "small": [
-        dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3),
-        dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, magic=1),
-        dict(BM=16, BN13=32, BK13=256, BN2=64, BK2=256, warps=4, stages=2),
-        dict(BM=16, BN13=32, BK13=128, BN2=64, BK2=128, warps=4, stages=1),
         dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1),
+        dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, magic=1, ptx=1),
+        dict(BM=16, BN13=32, BK13=256, BN2=64, BK2=256, warps=4, stages=2, ptx=1),
     ],
     "mid": [
         dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
-        # activations converted to fp16 once per chunk: w13 loop 428 -> 398 SASS
-        # instructions (compile_probe), not yet timed
         dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1, x16=1),
         dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
-        dict(BM=32, BN13=64, BK13=64, BN2=64, BK2=64, warps=4, stages=3, magic=1, ptx=1),
-        dict(BM=16, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
+        dict(BM=32, BN13=64, BK13=128, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
     ],
     "large": [
-        # the default before NF3 tiles were decoded in registers, for reference
-        dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1),
         dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
-        # w13 loop 541 -> 483 instructions (compile_probe), not yet timed
         dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1, x16=1),
         dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=4, magic=1, ptx=1),
-        dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=2, magic=1, ptx=1),
-        dict(BM=64, BN13=128, BK13=64, BN2=128, BK2=64, warps=8, stages=3, magic=1, ptx=1),
         dict(BM=64, BN13=64, BK13=128, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
-        dict(BM=64, BN13=64, BK13=64, BN2=64, BK2=64, warps=4, stages=3, magic=1, ptx=1),
-        dict(BM=64, BN13=64, BK13=64, BN2=256, BK2=64, warps=8, stages=3, magic=1, ptx=1),
-        dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
+        # fewer token blocks per expert (~64 routed pairs per expert at 2048 tokens, ~128
+        # at 4096): each weight tile decoded fewer times
+        dict(BM=128, BN13=64, BK13=64, BN2=128, BK2=64, warps=8, stages=3, magic=1, ptx=1),
+        dict(BM=128, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
+        dict(BM=128, BN13=64, BK13=64, BN2=64, BK2=64, warps=4, stages=2, magic=1, ptx=1),
     ],
 }
 SWEEP_TOKENS = {"gemv": (1, 4, 16), "small": (1, 8, 16, 64), "mid": (256, 512, 1024), "large": (2048, 4096)}
@@ -309,7 +305,7 @@ def sweep(inter=512, log=print, classes=None) -> dict:
     kmap = [i if i < Kn else -1 for i in range(E)]
     nmap = [i - Kn if i >= Kn else -1 for i in range(E)]
     ws = Workspace(torch.device("cuda"))
-    ws.reserve(4096, topk, H, inter, E)
+    ws.reserve(4096, topk, H, inter, E, block_sizes=[c.get("BM", 0) for cs in SWEEP.values() for c in cs])
     ex = LayerExecutor({0: TritonTier(random_tier("nvfp4", Kn, H, inter, kmap, 1), ws),
                         1: TritonTier(random_tier("nf3", E - Kn, H, inter, nmap, 2), ws)}, H)
     chosen, trials = {}, []

@@ -239,7 +239,7 @@ def test_profiling_marks_only_where_all_four_are_recorded(monkeypatch):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("cls,tokens", [("small", (5, 17, 64)), ("mid", (65, 300, 1024)), ("large", (1025, 2048))])
+@pytest.mark.parametrize("cls,tokens", [("small", (5, 17, 64)), ("mid", (65, 300, 768)), ("large", (769, 2048))])
 def test_nf3_tiles_decoded_in_registers_on_gpu(monkeypatch, cls, tokens):
     """The grouped path with the NF3 tile decoded by inline PTX (tile option ``ptx``; the
     Triton interpreter has no inline assembly, so this runs on the GPU host only): against
@@ -250,7 +250,8 @@ def test_nf3_tiles_decoded_in_registers_on_gpu(monkeypatch, cls, tokens):
 
     monkeypatch.setattr(executor, "GEMV_TOKENS", 0)
     ref, tri, ws = build("nvfp4", 16, 64, 1024, 512, 2048, 8, seed=9)
-    classes = {c: triton_tiers.grouped_config(m, False) for c, m in (("small", 1), ("mid", 999), ("large", 2000))}
+    classes = {c: triton_tiers.grouped_config(m, False) for c, m in (("small", 1), ("mid", 500), ("large", 2000))}
+    assert all(triton_tiers.grouped_class(m) == cls for m in tokens)
     errs = {}
     for m in tokens:
         w, ids = routing(m, 64, 8, seed=m, device=DEV)

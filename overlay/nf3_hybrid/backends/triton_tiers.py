@@ -48,8 +48,10 @@ def kernel_config(m: int, interp: bool) -> dict:
         return dict(CONFIG_OVERRIDE["gemv"])
     if interp:
         return dict(BN13=16, BK13=64, BN2=32, BK2=64, warps=4)
-    # the fastest candidate of bench/results/bench_moe_h200_gemv_sweep.json
-    return dict(BN13=4, BK13=512, BN2=8, BK2=256, warps=2)
+    # the fastest candidate of bench/results/bench_moe_h200_s5_sweep.json (fp16-pair
+    # activations): 35.5 / 105.6 / 358.4 µs at 1 / 4 / 16 tokens against 36.7 / 111.7 /
+    # 351.9 with the previous BK13=512, BN2=8, BK2=256
+    return dict(BN13=4, BK13=1024, BN2=16, BK2=512, warps=2)
 
 
 # grouped-path tiles per batch class (``grouped_class``): fastest of the candidates timed
@@ -62,10 +64,15 @@ def kernel_config(m: int, interp: bool) -> dict:
 #   routed pairs on average (the boundary is reasoned, not timed);
 # - large: the same sweeps — ptx 3757-3889 µs at 2048 tokens against 5055-5211 looked up
 #   in memory.
+# Session 5 (bench_moe_h200_s5_sweep.json): activations converted to fp16 once per chunk
+# (x16) in mid and large — 2035 / 2883 µs at 512 / 1024 tokens against 2107 / 3166, 3423 /
+# 7047 at 2048 / 4096 against 3704 / 7580; at 1024 tokens 64-token blocks were faster
+# (2569 µs), so the mid class ends at 768 (between the timed 512 and 1024). 128-token
+# blocks were no faster (3717-5850 µs at 2048).
 _GROUPED_TILES = {
     "small": dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1),
-    "mid": dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
-    "large": dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
+    "mid": dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1, x16=1),
+    "large": dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1, x16=1),
 }
 # under the interpreter (CPU tests): small tiles, float32 dots
 _INTERP_TILES = {
@@ -73,7 +80,7 @@ _INTERP_TILES = {
     "mid": dict(BM=16, BN13=32, BK13=128, BN2=32, BK2=128, warps=4, stages=1),
     "large": dict(BM=16, BN13=32, BK13=128, BN2=32, BK2=128, warps=4, stages=1),
 }
-MID_TOKENS = 1024
+MID_TOKENS = 768
 
 
 def grouped_class(m: int) -> str:
@@ -113,6 +120,7 @@ class Workspace:
         self.hidden = 0
         self.inter = 0
         self.n_local = 0
+        self.max_block = 0
         self.chunk = 0
         self.tables: Dict[str, torch.Tensor] = {}
 
@@ -125,19 +133,22 @@ class Workspace:
                 ws = cls._by_device[dev] = Workspace(dev)
             return ws
 
-    def reserve(self, max_tokens: int, topk: int, hidden: int, inter: int, n_local: int) -> bool:
+    def reserve(self, max_tokens: int, topk: int, hidden: int, inter: int, n_local: int,
+                block_sizes=()) -> bool:
         """Grow the scratch to cover these sizes (called while processing weights); whether
-        it grew."""
+        it grew. ``block_sizes``: token blocks (BM) to plan routing slots for beyond the
+        built-in tiles' (the benchmark's sweep candidates)."""
+        builtin = [grouped_config(m, interpret())["BM"] for m in (1, DECODE_TOKENS + 1, MID_TOKENS + 1)]
         need = (max(self.max_tokens, max_tokens), max(self.topk, topk), max(self.hidden, hidden),
-                max(self.inter, inter), max(self.n_local, n_local))
-        if need == (self.max_tokens, self.topk, self.hidden, self.inter, self.n_local):
+                max(self.inter, inter), max(self.n_local, n_local), max([self.max_block, *builtin, *block_sizes]))
+        if need == (self.max_tokens, self.topk, self.hidden, self.inter, self.n_local, self.max_block):
             return False
-        self.max_tokens, self.topk, self.hidden, self.inter, self.n_local = need
+        self.max_tokens, self.topk, self.hidden, self.inter, self.n_local, self.max_block = need
         self.chunk = min(self.max_tokens, CHUNK_TOKENS)
         pairs = self.chunk * self.topk
         cap = blocks = 0
-        for m in (1, DECODE_TOKENS + 1, MID_TOKENS + 1):  # every grouped-GEMM block size
-            c, b = align.capacity(pairs, self.n_local, grouped_config(m, interpret())["BM"])
+        for bm in {*builtin, self.max_block}:  # slots grow with the block size, blocks shrink
+            c, b = align.capacity(pairs, self.n_local, bm)
             cap, blocks = max(cap, c), max(blocks, b)
         nb = _bins(self.n_local)
         d = self.device
@@ -148,11 +159,13 @@ class Workspace:
         self.ends = torch.empty((2, nb), dtype=torch.int32, device=d)
         # decode path (kernels/expert_gemv.py): plane-order activations, intermediate
         gemv_tokens = min(self.chunk, GEMV_TOKENS)
-        self.planes = torch.empty((2, gemv_tokens, self.hidden), dtype=torch.float32, device=d)
-        self.pair_inter = torch.empty((gemv_tokens * self.topk, self.inter), dtype=torch.float32, device=d)
+        self.planes = torch.empty((2, gemv_tokens, self.hidden), dtype=torch.float16, device=d)
+        self.pair_inter = torch.empty((gemv_tokens * self.topk, self.inter), dtype=torch.float16, device=d)
         # both paths: one fp32 output row per routed pair, summed per token in slot order
         self.pair_rows = torch.empty((pairs, self.hidden), dtype=torch.float32, device=d)
-        self.inter_cache = torch.empty((cap, self.inter), dtype=torch.bfloat16, device=d)
+        # held in the tiers' dot operand type (fp16; bf16 for MXFP4 through a view of the same
+        # bytes), so the down GEMM reads it as it is instead of converting every element
+        self.inter_cache = torch.empty((cap, self.inter), dtype=torch.float16, device=d)
         self.x16 = None  # tile option x16 only: see fp16_activations
         return True
 
@@ -224,8 +237,8 @@ class TritonTier(TierBackend):
             return
         if x16 is not None and self.fmt != expert_mlp.FMT_MXFP4:
             x = x16
-        inter = self.ws.inter_cache[: sorted_ids.numel(), : t.inter]
         dot32 = interpret()
+        inter = self.ws.inter_cache[: sorted_ids.numel(), : t.inter].view(expert_mlp.inter_dtype(self.fmt))
         words = self.table_words
         expert_mlp.launch_w13(x, t.w13, self.w13_scale, t.w13_scale_2, sorted_ids, block_expert, tw, inter,
                               self.values, self.scales, num_pairs, topk, t.inter, self.fmt, on_input, cfg,

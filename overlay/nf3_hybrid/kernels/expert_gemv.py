@@ -12,10 +12,11 @@ PTX block (kernels/ptx_decode.py: byte-permute table lookups in registers), so d
 costs no loads. Under TRITON_INTERPRET (no inline assembly) the same words are decoded
 by table lookups instead.
 
-Activations are read in "plane order": fp32 copies of the token's input (and the
-intermediate, written that way by ``_gemv13``) in which the activations that meet code p
-of neighbouring words are adjacent, so a warp's load of them is one or two cache lines
-instead of eight.
+Activations are read in "plane order": fp16 copies of the token's input (and the
+intermediate, written that way by ``_gemv13``) in which the activations that meet codes
+2q and 2q+1 of neighbouring words are adjacent fp16 pairs, so a warp's load of them is one
+or two cache lines, and one 32-bit load brings the pair the PTX block multiplies with one
+packed instruction.
 
 What the H200 measurements taught (GLM-5.2 shape, I=512; bench/results/): the previous
 version (byte loads, a table load per weight) took 68 µs at one token; in-register
@@ -27,14 +28,14 @@ the fp32 multiply-adds. Tried and dropped: split-K over the gate/up rows with th
 slice finishing the activation (slower at 1-16 tokens), vectorised activation loads
 split in registers (Triton regrouped them through shared memory), larger row tiles.
 
-- kept tier (e2m1 words as [rows, units, 4]): activation p of word j of unit u sits at
-  p·K/8 + 4u + j ("PUJ");
-- NF3 tier (its four code words of a unit cut out separately, [rows, units] each): at
-  (4p + j)·K/32 + u ("PJU").
+- kept tier (e2m1 words as [rows, units, 4]): the pair q (activations 2q, 2q+1) of word
+  j of unit u is 32-bit word q·K/8 + 4u + j ("PUJ");
+- NF3 tier (its four code words of a unit cut out separately, [rows, units] each): word
+  (4q + j)·K/32 + u ("PJU").
 Triton lays the word tensors out with lanes along (unit, word) and rows in registers, so
 one activation load serves all of a thread's rows.
 
-``_gemv13`` writes silu(gate)·up per pair (fp32, in its tier's plane order) into the
+``_gemv13`` writes silu(gate)·up per pair (fp16, in its tier's plane order) into the
 intermediate; ``_gemv2`` writes each pair's weighted down projection (fp32) and
 ``_reduce_topk`` sums a token's pairs into the bf16 output — no atomics, no zero-fill,
 deterministic.
@@ -53,62 +54,65 @@ _E2M1_CONS = tl.constexpr(E2M1_DOT_CONSTRAINTS)
 
 @triton.jit
 def _plane_index(c, K, FMT: tl.constexpr):
-    """Where activation c (of K) goes in the plane order of a tier of format FMT."""
+    """Where activation c (of K) goes, in fp16 elements, in the plane order of a tier of
+    format FMT: the low or high half of its pair's 32-bit word."""
     u = c // 32
     j = (c // 8) % 4
-    p = c % 8
+    q = (c % 8) // 2
     if FMT == 0:
-        return (4 * p + j) * (K // 32) + u
-    return p * (K // 8) + 4 * u + j
+        word = (4 * q + j) * (K // 32) + u
+    else:
+        word = q * (K // 8) + 4 * u + j
+    return 2 * word + c % 2
 
 
 @triton.jit
 def _planes_kernel(x_ptr, stride_xm, xa_ptr, xb_ptr, stride_pm, K, BLOCK: tl.constexpr):
-    """fp32 plane-order copies of each token's activations: kept-tier order into xa, NF3
+    """fp16 plane-order copies of each token's activations: kept-tier order into xa, NF3
     order into xb."""
     m = tl.program_id(0)
     c = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     ok = c < K
-    v = tl.load(x_ptr + m.to(tl.int64) * stride_xm + c, mask=ok).to(tl.float32)
+    v = tl.load(x_ptr + m.to(tl.int64) * stride_xm + c, mask=ok).to(tl.float16)
     tl.store(xa_ptr + m.to(tl.int64) * stride_pm + _plane_index(c, K, 1), v, mask=ok)
     tl.store(xb_ptr + m.to(tl.int64) * stride_pm + _plane_index(c, K, 0), v, mask=ok)
 
 
 @triton.jit
-def _x8(first, pstride):
-    """The eight activation planes of the code words at ``first``: ``first`` + p·pstride, p = 0..7."""
-    return (tl.load(first), tl.load(first + pstride), tl.load(first + 2 * pstride),
-            tl.load(first + 3 * pstride), tl.load(first + 4 * pstride), tl.load(first + 5 * pstride),
-            tl.load(first + 6 * pstride), tl.load(first + 7 * pstride))
+def _x4(first, pstride):
+    """The four activation pair planes (32-bit words) of the code words at ``first``:
+    ``first`` + q·pstride, q = 0..3."""
+    return tl.load(first), tl.load(first + pstride), tl.load(first + 2 * pstride), tl.load(first + 3 * pstride)
 
 
 @triton.jit
-def _plane(words, x, p: tl.constexpr, vtab_ptr, FMT: tl.constexpr):
-    """Interpreter path: code p of every word looked up in the fp16 table, times x."""
+def _plane(words, xq, p: tl.constexpr, vtab_ptr, FMT: tl.constexpr):
+    """Interpreter path: code p of every word looked up in the fp16 table, times its
+    activation (half p % 2 of the pair word ``xq``), in fp32."""
     if FMT == 0:
         code = (words >> (3 * p)) & 7
     else:
         code = (words >> (4 * p)) & 15
+    half = (xq.to(tl.uint32, bitcast=True) >> (16 * (p % 2))) & 0xFFFF
+    x = half.to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
     return tl.load(vtab_ptr + code.to(tl.int32)).to(tl.float32) * x
 
 
 @triton.jit
 def _word_dots(words, first, pstride, vtab_ptr, t0, t1, t2, t3, FMT: tl.constexpr, ASM: tl.constexpr):
     """fp32, shaped like ``words``: each code word's eight weights (unscaled) dotted with
-    its eight activations (planes from ``first``, broadcast against ``words``)."""
-    x0, x1, x2, x3, x4, x5, x6, x7 = _x8(first, pstride)
+    its eight activations (pair planes from ``first``, broadcast against ``words``)."""
+    x0, x1, x2, x3 = _x4(first, pstride)
     if ASM:
         if FMT == 0:
-            return tl.inline_asm_elementwise(_NF3_ASM, _NF3_CONS, [words, x0, x1, x2, x3, x4, x5, x6, x7,
-                                                                    t0, t1, t2, t3],
+            return tl.inline_asm_elementwise(_NF3_ASM, _NF3_CONS, [words, x0, x1, x2, x3, t0, t1, t2, t3],
                                              dtype=tl.float32, is_pure=True, pack=1)
-        return tl.inline_asm_elementwise(_E2M1_ASM, _E2M1_CONS, [words, x0, x1, x2, x3, x4, x5, x6, x7,
-                                                                  t0, t1, t2],
+        return tl.inline_asm_elementwise(_E2M1_ASM, _E2M1_CONS, [words, x0, x1, x2, x3, t0, t1, t2],
                                          dtype=tl.float32, is_pure=True, pack=1)
-    acc = _plane(words, x0, 0, vtab_ptr, FMT) + _plane(words, x1, 1, vtab_ptr, FMT)
-    acc += _plane(words, x2, 2, vtab_ptr, FMT) + _plane(words, x3, 3, vtab_ptr, FMT)
-    acc += _plane(words, x4, 4, vtab_ptr, FMT) + _plane(words, x5, 5, vtab_ptr, FMT)
-    acc += _plane(words, x6, 6, vtab_ptr, FMT) + _plane(words, x7, 7, vtab_ptr, FMT)
+    acc = _plane(words, x0, 0, vtab_ptr, FMT) + _plane(words, x0, 1, vtab_ptr, FMT)
+    acc += _plane(words, x1, 2, vtab_ptr, FMT) + _plane(words, x1, 3, vtab_ptr, FMT)
+    acc += _plane(words, x2, 4, vtab_ptr, FMT) + _plane(words, x2, 5, vtab_ptr, FMT)
+    acc += _plane(words, x3, 6, vtab_ptr, FMT) + _plane(words, x3, 7, vtab_ptr, FMT)
     return acc
 
 
@@ -138,7 +142,8 @@ def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, st
     """fp32 [R]: R weight rows of local expert e times the activations — rows row0.. , or
     with PAIRED the interleaved pairs (row0 + i, up_off + row0 + i), a gate row and its up
     row, so both come out of one pass over K. ``w_ptr``: the packed tensor viewed as int32
-    (strides in words); ``vec_ptr``: the activations in this tier's plane order.
+    (strides in words); ``vec_ptr``: the activations in this tier's plane order, as 32-bit
+    words of fp16 pairs.
 
     The next K-block's weight words and scales are loaded before the current block is
     decoded. Partial sums stay per element and are reduced once at the end (a reduction
@@ -213,7 +218,7 @@ def _act_store(gate, up, hrow, cols, I, s2_ptr, rw, FMT: tl.constexpr, HAS_S2: t
     if WEIGHT_ON_INPUT:
         gate *= rw
         up *= rw
-    tl.store(hrow + _plane_index(cols, I, FMT), gate * tl.sigmoid(gate) * up)
+    tl.store(hrow + _plane_index(cols, I, FMT), (gate * tl.sigmoid(gate) * up).to(tl.float16))
 
 
 @triton.jit
@@ -283,9 +288,10 @@ def _gemv2_kernel(
 
 
 def launch_decode(a, b, x, topk_weights_flat, ids_flat, topk, planes, h, y, out, weight_on_input, cfg, asm):
-    """a / b: TritonTier of the kept / NF3 tier (either may be None). ``planes``: fp32
-    scratch [2, ≥ tokens, hidden] for the plane-order activations; ``h``: fp32 [pairs, I];
-    ``y``: fp32 [pairs, hidden]. ``asm``: decode by inline PTX (False under the interpreter)."""
+    """a / b: TritonTier of the kept / NF3 tier (either may be None). ``planes``: fp16
+    scratch [2, ≥ tokens, hidden] for the plane-order activations; ``h``: fp16 [pairs, I];
+    ``y``: fp32 [pairs, hidden]. ``asm``: decode by inline PTX (False under the interpreter).
+    The GEMVs read the fp16 scratch as 32-bit words (pairs)."""
     import torch
 
     empty = (a or b).scales
@@ -317,12 +323,13 @@ def launch_decode(a, b, x, topk_weights_flat, ids_flat, topk, planes, h, y, out,
     xa, xb = planes[0, :m], planes[1, :m]
     blk = min(1024, triton.next_power_of_2(hidden))
     _planes_kernel[(m, triton.cdiv(hidden, blk))](x, x.stride(0), xa, xb, xa.stride(0), hidden, BLOCK=blk)
+    xa32, xb32, h32 = xa.view(torch.int32), xb.view(torch.int32), h.view(torch.int32)
     ra, rb = args(13)
     _gemv13_kernel[(pairs, inter // cfg["BN13"])](
-        xa, xb, xa.stride(0), ids_flat, topk_weights_flat, topk, hidden, inter, h, h.stride(0), *ra, *rb,
+        xa32, xb32, xa32.stride(0), ids_flat, topk_weights_flat, topk, hidden, inter, h, h.stride(0), *ra, *rb,
         BN=cfg["BN13"], BK=min(cfg["BK13"], hidden), **common)
     ra, rb = args(2)
     _gemv2_kernel[(pairs, hidden // cfg["BN2"])](
-        h, h.stride(0), ids_flat, topk_weights_flat, inter, y, y.stride(0), *ra, *rb,
+        h32, h32.stride(0), ids_flat, topk_weights_flat, inter, y, y.stride(0), *ra, *rb,
         BN=cfg["BN2"], BK=min(cfg["BK2"], inter), **common)
     pair_sum.launch(y, out, topk)  # every pair row was written (zeros for a pair no tier holds)

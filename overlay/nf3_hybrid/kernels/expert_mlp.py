@@ -155,6 +155,15 @@ def _weight_tile(w_ptr, s_ptr, e, row0, k0, stride_we, stride_wn, stride_se, str
                          16 if FMT == 1 else 32, BN, BK, DT, MAGIC)
 
 
+def inter_dtype(fmt: int):
+    """The intermediate cache between the two GEMMs: the dot operand type on the GPU (fp16,
+    bf16 for MXFP4) — the w13 kernel rounds its fp32 result once, the w2 kernel reads it
+    without converting. Under the interpreter the same rounding, then float32 dots."""
+    import torch
+
+    return torch.bfloat16 if fmt == FMT_MXFP4 else torch.float16
+
+
 def _dot_dtype(fmt: int, dot_fp32: bool):
     """fp16 operands: dequantized NF3/NVFP4 values keep 11 mantissa bits instead of bf16's
     8; MXFP4's power-of-two scales need bf16's range; fp32 under the interpreter."""
@@ -190,7 +199,7 @@ def _w13_kernel(
     acc_u = tl.zeros([BN, BM], dtype=tl.float32)
     for k0 in range(0, K, BK):
         kk = k0 + tl.arange(0, BK)
-        xt = tl.load(x_ptr + tok[None, :] * stride_xm + kk[:, None], mask=valid[None, :], other=0.0).to(DT)
+        xt = tl.trans(tl.load(x_ptr + tok[:, None] * stride_xm + kk[None, :]).to(DT))
         wg = _weight_tile(w_ptr, s_ptr, e, j * BN, k0, stride_we, stride_wn, stride_se, stride_sn,
                           val_tab_ptr, scale_tab_ptr, FMT, BN, BK, DT, MAGIC, PTX)
         acc_g += tl.dot(wg, xt)
@@ -224,7 +233,7 @@ def _w2_kernel(
     acc = tl.zeros([BN, BM], dtype=tl.float32)
     for k0 in range(0, K, BK):
         kk = k0 + tl.arange(0, BK)
-        ht = tl.load(inter_ptr + slots[None, :] * stride_im + kk[:, None]).to(DT)
+        ht = tl.trans(tl.load(inter_ptr + slots[:, None] * stride_im + kk[None, :]).to(DT))
         w = _weight_tile(w_ptr, s_ptr, e, j * BN, k0, stride_we, stride_wn, stride_se, stride_sn,
                          val_tab_ptr, scale_tab_ptr, FMT, BN, BK, DT, MAGIC, PTX)
         acc += tl.dot(w, ht)

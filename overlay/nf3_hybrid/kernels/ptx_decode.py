@@ -6,8 +6,15 @@ order the codes come out of their packing costs another. Here eight codes (one 3
 word) become eight fp16 values with register-only instructions: the codes are spread into
 the nibbles of a selector and ``prmt`` (byte permute) picks the low and high bytes of each
 level from an 8-entry fp16 table held in four registers; the same inline block then
-multiplies them with the eight activations of that word (fp32) and returns their sum.
-About 4 instructions per weight, no loads.
+multiplies them with the eight activations of that word — four fp16 pairs, packed
+multiply-adds — and returns the sum in fp32. About 3 instructions per weight, no loads.
+
+Why fp16 products: converting each value to fp32 for its own multiply-add cost two
+instructions per weight, a quarter of the GEMV's instructions (compile_probe). Four
+products are summed in fp16 (relative rounding 2**-11 per step, below the bf16 rounding of
+the activations themselves), each pair's two sums in fp32. The activations are the bf16
+input or the fp32 SiLU·up intermediate rounded to fp16 — the range the grouped path's fp16
+tensor-core operands already have.
 
 - NF3 word: eight 3-bit codes, code i at bits 3i (bits 24-31 are ignored). The table is
   the checkpoint's codebook in fp16, passed as four 32-bit registers (low bytes of levels
@@ -74,8 +81,9 @@ prmt.b32 q2, hi, z, 0x1404;
 prmt.b32 q3, hi, z, 0x3424;
 """
 
-_NF3_INPUTS = ("w", "x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "L0", "L1", "H0", "H1")
-_E2M1_INPUTS = ("w", "x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "ta", "tb", "z")
+# x0..x3: the word's activations as fp16 pairs (x_2i in the low half, x_2i+1 in the high)
+_NF3_INPUTS = ("w", "x0", "x1", "x2", "x3", "L0", "L1", "H0", "H1")
+_E2M1_INPUTS = ("w", "x0", "x1", "x2", "x3", "ta", "tb", "z")
 # the e2m1 table registers: high bytes of the fp16 magnitudes {0, ½, 1, 1½} and {2, 3, 4, 6},
 # and a zero (passed in rather than set inside the block, so that they are set once per
 # kernel instead of once per word)
@@ -100,16 +108,16 @@ def _renamed(body: str, names: Dict[str, str]) -> List[str]:
 def _render(body: str, inputs: Sequence[str]) -> str:
     """The PTX block for tl.inline_asm_elementwise: $0 = fp32 dot, $1.. = ``inputs``."""
     names = {name: f"${i + 1}" for i, name in enumerate(inputs)}
-    out = ["{", ".reg .b32 " + ", ".join(_TEMPS) + ";", ".reg .b16 h<8>;", ".reg .f32 f<8>, acc;"]
+    out = ["{", ".reg .b32 " + ", ".join(_TEMPS) + ", acc;", ".reg .b16 h0, h1;", ".reg .f32 f0, f1;"]
     out += _renamed(body, names)
-    for i in range(4):
-        out.append(f"mov.b32 {{h{2 * i}, h{2 * i + 1}}}, q{i};")
-    for i in range(8):
-        out.append(f"cvt.f32.f16 f{i}, h{i};")
-    out.append(f"mul.f32 acc, f0, {names['x0']};")
-    for i in range(1, 8):
-        out.append(f"fma.rn.f32 acc, f{i}, {names[f'x{i}']}, acc;")
-    out.append("mov.b32 $0, acc;")
+    out.append(f"mul.rn.f16x2 acc, q0, {names['x0']};")
+    for i in range(1, 4):
+        out.append(f"fma.rn.f16x2 acc, q{i}, {names[f'x{i}']}, acc;")
+    out.append("mov.b32 {h0, h1}, acc;")
+    out.append("cvt.f32.f16 f0, h0;")
+    out.append("cvt.f32.f16 f1, h1;")
+    out.append("add.f32 f0, f0, f1;")
+    out.append("mov.b32 $0, f0;")
     out.append("}")
     return "\n".join(out)
 
