@@ -80,11 +80,13 @@ def loops(sass: str):
 _OP = r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)"
 
 
-def probe(kernel, consts, arch, warps, dump=None, stages=None, x_type="*bf16"):
+def probe(kernel, consts, arch, warps, dump=None, stages=None, x_type="*bf16", maxnreg=None):
     sig = signature(kernel, consts, x_type)
     src = ASTSource(kernel, sig, constexprs={(kernel.arg_names.index(k),): v for k, v in consts.items()},
                     attrs=launch_attrs(kernel, sig))
     opts = dict(num_warps=warps) if stages is None else dict(num_warps=warps, num_stages=stages)
+    if maxnreg:
+        opts["maxnreg"] = maxnreg
     ck = triton.compile(src, target=GPUTarget("cuda", arch, 32), options=opts)
     ttgir = ck.asm["ttgir"]
     with tempfile.TemporaryDirectory() as d:
@@ -120,7 +122,7 @@ def main():
     c = dict(COMMON)
     for kernel, bn, bk, extra in ((expert_gemv._gemv13_kernel, cfg["BN13"], cfg["BK13"], c),
                                   (expert_gemv._gemv2_kernel, cfg["BN2"], cfg["BK2"], COMMON)):
-        r = probe(kernel, dict(extra, BN=bn, BK=bk), a.arch, cfg["warps"], a.dump)
+        r = probe(kernel, dict(extra, BN=bn, BK=bk), a.arch, cfg["warps"], a.dump, maxnreg=cfg.get("maxnreg"))
         print(kernel.__name__, r)
 
 
@@ -130,10 +132,11 @@ def grouped(a):
     if a.cfg != parser_default_cfg():
         cfg.update({k: int(v) for k, v in (kv.split("=") for kv in a.cfg.split(","))})
     words = ptx_decode.nf3_table_words(nf3.validate_codebook(None)) if cfg.get("ptx") else None
-    base = dict(FMT=expert_mlp.FMT_NF3, HAS_S2=False, WEIGHT_ON_INPUT=False, BM=cfg["BM"], DT=tl.float16,
+    base = dict(FMT=expert_mlp.FMT_NF3, HAS_S2=False, WEIGHT_ON_INPUT=False, BM=cfg["BM"], DT=tl.float16, GROUP=32,
                 MAGIC=False, PTX=words)
-    for kernel, extra in ((expert_mlp._w13_kernel, dict(BN=cfg["BN13"], BK=cfg["BK13"])),
-                          (expert_mlp._w2_kernel, dict(BN=cfg["BN2"], BK=cfg["BK2"], PAIR_ROWS=True))):
+    for kernel, extra in ((expert_mlp._w13_kernel, dict(BN=cfg["BN13"], BK=cfg["BK13"], SWAP=bool(cfg.get("swap13")))),
+                          (expert_mlp._w2_kernel, dict(BN=cfg["BN2"], BK=cfg["BK2"], PAIR_ROWS=True,
+                                                       SWAP=bool(cfg.get("swap2"))))):
         r = probe(kernel, dict(base, **extra), a.arch, cfg["warps"], a.dump, cfg["stages"],
                   "*fp16" if cfg.get("x16") else "*bf16")
         print(kernel.__name__, r)

@@ -257,14 +257,14 @@ def plot(res, path):
 # candidate tile configs per batch class; "gemv" is the per-pair decode path, timed
 # against the grouped path's "small" configs on the same token counts
 SWEEP = {
-    "gemv": [dict(BN13=4, BK13=512, BN2=8, BK2=256, warps=2),
-             # more weight words in flight per thread (compile_probe: no spills); the down
-             # GEMV with a whole per-rank K (512 at TP 4) per program
-             dict(BN13=4, BK13=512, BN2=16, BK2=512, warps=2),
-             dict(BN13=4, BK13=1024, BN2=16, BK2=512, warps=2),
-             dict(BN13=4, BK13=2048, BN2=16, BK2=512, warps=2),
-             dict(BN13=8, BK13=1024, BN2=32, BK2=512, warps=2),
-             dict(BN13=2, BK13=2048, BN2=16, BK2=512, warps=1)],
+    "gemv": [dict(BN13=4, BK13=1024, BN2=16, BK2=512, warps=2),
+             # smaller tiles, fewer registers, more resident warps (ncu at 8 tokens: 4 of 16
+             # warps per scheduler, limited by registers, 42 % of cycles waiting on loads);
+             # bench_moe_h200_s5_gemv.json: all within 5 % (register caps, tried there
+             # too, made the kernels spill and were slower)
+             dict(BN13=4, BK13=512, BN2=8, BK2=256, warps=2),
+             dict(BN13=4, BK13=1024, BN2=8, BK2=256, warps=2),
+             dict(BN13=4, BK13=512, BN2=8, BK2=512, warps=2)],
     "small": [
         dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1),
         dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, magic=1, ptx=1),
@@ -275,6 +275,8 @@ SWEEP = {
         dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1, x16=1),
         dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
         dict(BM=32, BN13=64, BK13=128, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
+        dict(BM=64, BN13=64, BK13=64, BN2=64, BK2=64, warps=4, stages=3, magic=1, ptx=1, x16=1, swap13=1,
+             swap2=1),
     ],
     "large": [
         dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
@@ -286,6 +288,15 @@ SWEEP = {
         dict(BM=128, BN13=64, BK13=64, BN2=128, BK2=64, warps=8, stages=3, magic=1, ptx=1),
         dict(BM=128, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
         dict(BM=128, BN13=64, BK13=64, BN2=64, BK2=64, warps=4, stages=2, magic=1, ptx=1),
+        # activations on the left of the products (the dequantized tile the shared-memory
+        # operand): compile_probe, w13 loop 418 -> 332 SASS instructions, its four MMAs
+        # issued back to back instead of each waited for; BN2=128 with swap2 does not
+        # compile (Triton 3.8: "Illegal shared layout")
+        dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1, x16=1, swap13=1),
+        dict(BM=64, BN13=64, BK13=64, BN2=64, BK2=64, warps=4, stages=3, magic=1, ptx=1, x16=1, swap13=1,
+             swap2=1),
+        dict(BM=128, BN13=128, BK13=64, BN2=64, BK2=64, warps=8, stages=3, magic=1, ptx=1, x16=1, swap13=1,
+             swap2=1),
     ],
 }
 SWEEP_TOKENS = {"gemv": (1, 4, 16), "small": (1, 8, 16, 64), "mid": (256, 512, 1024), "large": (2048, 4096)}

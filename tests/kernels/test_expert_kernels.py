@@ -197,6 +197,30 @@ def test_e2m1_decoded_by_shifts(kept_fmt, monkeypatch):
 
 
 @pytest.mark.parametrize("kept_fmt", ["nvfp4", "mxfp4_e8m0k32"])
+def test_activations_on_the_left_of_the_products(kept_fmt, monkeypatch):
+    """Tile options swap13 / swap2 (x·Wᵀ instead of W·xᵀ: the dequantized tile becomes the
+    shared-memory operand of the warpgroup MMA) give the reference's result, alone and
+    together, with the default orientation's value to within bf16 rounding."""
+    from nf3_hybrid.backends import triton_tiers
+
+    interp = triton_tiers.interpret()
+    ref, tri, ws = build(kept_fmt, 6, 16, 128, 64, 1000, 4, seed=41)
+    for m in (70,) if interp else (300, 1000):  # the mid and large classes on the GPU
+        w, ids = routing(m, 16, 4, seed=m, device=DEV)
+        x = (torch.randn(m, 128, generator=torch.Generator().manual_seed(m)) * 2).to(torch.bfloat16).to(DEV)
+        want = ref.forward(x, w, ids)
+        base = triton_tiers.grouped_config(m, interp)
+        cls = triton_tiers.grouped_class(m)
+        got = {}
+        for opts in ({}, {"swap13": 1}, {"swap2": 1}, {"swap13": 1, "swap2": 1, "BN2": 32 if interp else 64}):
+            monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", {cls: dict(base, **opts)})
+            poison(ws)
+            got[tuple(opts)] = out = tri.forward(x, w, ids)
+            assert rel(out, want) < TOL, (m, opts)
+            assert rel(out, got[()]) < 5e-3, (m, opts)
+
+
+@pytest.mark.parametrize("kept_fmt", ["nvfp4", "mxfp4_e8m0k32"])
 def test_activations_converted_to_fp16_once_per_chunk(kept_fmt, monkeypatch):
     """Tile option x16: the grouped kernels of the fp16 tiers read a per-chunk fp16 copy of
     the activations instead of converting the bf16 ones in every program's K loop (the

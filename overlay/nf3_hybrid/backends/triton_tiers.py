@@ -241,11 +241,9 @@ class TritonTier(TierBackend):
         inter = self.ws.inter_cache[: sorted_ids.numel(), : t.inter].view(expert_mlp.inter_dtype(self.fmt))
         words = self.table_words
         expert_mlp.launch_w13(x, t.w13, self.w13_scale, t.w13_scale_2, sorted_ids, block_expert, tw, inter,
-                              self.values, self.scales, num_pairs, topk, t.inter, self.fmt, on_input, cfg,
-                              dot32, words)
+                              self.values, num_pairs, topk, t.inter, self.fmt, on_input, cfg, dot32, words)
         expert_mlp.launch_w2(inter, t.w2, self.w2_scale, t.w2_scale_2, sorted_ids, block_expert, tw, out,
-                             self.values, self.scales, num_pairs, topk, t.inter, self.fmt, on_input, cfg, dot32, words,
-                             pair_rows)
+                             self.values, num_pairs, topk, t.inter, self.fmt, on_input, cfg, dot32, words, pair_rows)
 
     def run_into(self, out, x, topk_weights, topk_ids, weights_on_input=False):
         if self.tier.num_experts == 0:

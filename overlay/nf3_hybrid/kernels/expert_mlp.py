@@ -23,18 +23,26 @@ load). Dequantization, and what the H200 measurements taught:
 - NVFP4 / MXFP4: bytes loaded contiguously (vectorised), low and high nibble looked up
   (or decoded by shifts: ``magic`` in the tile config, faster for prefill), scaled,
   interleaved.
-- the group scale is decoded once per group and widened by interleaving it with itself.
-- decode tables are 16-bit (fp16 values and e4m3 scales, bf16 e8m0 scales). With 4-byte
+- the group scale is decoded once per group, by arithmetic (``_scale_values``), and
+  widened by interleaving it with itself. Its bytes are loaded one K-step ahead: Triton
+  does not pipeline 1-byte loads, and the earlier scale load plus table lookup put two
+  dependent global loads into every K-step.
+- value tables (the interpreter's NF3 path, e2m1 without ``magic``) are 16-bit. With 4-byte
   tables Triton's software pipeliner turned every per-code gather into an async copy
   through shared memory (ncu: L1 88 % busy, DRAM 2 %); 2-byte loads are not pipelined.
   That made prefill 2× faster (GLM-5.2 I=512, 2048 tokens: 10.7 → 5.2 ms), still 0.37×
   Marlin. Dequantizing into eight code planes with one MMA each (no interleave, no
   reshape) was measured slower (9.6 ms) and dropped. What remains is in the NF3 tile's
   layout conversions (37 ``convert_layout``s in its TTGIR). The tile option ``ptx``
-  decodes the codes in registers instead (the decode GEMV's byte permutes): compiled
-  for SM90, the w13 loop drops from 893 to 533 instructions and from 19 layout
-  conversions to 1 (BM=BN=BK=64); on the H200 the hybrid layer at 2048 tokens took
-  3.9 ms instead of 5.2 (bench_moe_h200_ptx_sweep.json): the default in every grouped tile.
+  decodes the codes in registers instead (the decode GEMV's byte permutes): 19 layout
+  conversions in the w13 loop become 1 (BM=BN=BK=64); on the H200 the hybrid layer at
+  2048 tokens took 3.9 ms instead of 5.2 (bench_moe_h200_ptx_sweep.json): the default in
+  every grouped tile. (Instruction counts quoted before session 5 came from a
+  compile_probe that did not assume the launcher's 16-divisibility of sizes and strides,
+  so its loads were scalar: 541 where the kernel that runs has 390.)
+- the activations (``x16``) and the intermediate cache are fp16 already, so the loops
+  convert neither (w2 loop 452 → 410 SASS instructions per K-step, compile_probe; x16:
+  3423 instead of 3704 µs at 2048 tokens on the H200, bench_moe_h200_s5_sweep.json).
 The tile is then one ``tl.dot`` operand (fp16, or bf16 for MXFP4 whose power-of-two
 scales can leave fp16's range). Under the interpreter (CPU tests) the dots are float32.
 
@@ -69,7 +77,36 @@ def _widen(s, TIMES: tl.constexpr):
 
 
 @triton.jit
-def _nf3_tile(w_ptr, s_ptr, e, row0, k0, stride_we, stride_wn, stride_se, stride_sn, vtab_ptr, stab_ptr,
+def _scale_bits(s_ptr, e, row0, k0, K, stride_se, stride_sn, BN: tl.constexpr, BK: tl.constexpr,
+                GROUP: tl.constexpr):
+    """The group-scale bytes of W[row0:row0+BN, k0:k0+BK] (zeros past K). Loaded one K-step
+    ahead by the kernels: a 1-byte load is not pipelined by Triton, and waiting for it in
+    every step left the prefill kernels mostly stalled."""
+    rows = (row0 + tl.arange(0, BN)).to(tl.int64)
+    grp = k0 // GROUP + tl.arange(0, BK // GROUP)
+    return tl.load(s_ptr + e.to(tl.int64) * stride_se + rows[:, None] * stride_sn + grp[None, :],
+                   mask=grp[None, :] < K // GROUP, other=0)
+
+
+@triton.jit
+def _scale_values(sbits, FMT: tl.constexpr):
+    """Group scales from their bits by arithmetic, no table load (a dependent global load
+    per K-step): e4m3 → fp16 with the exponent rebased (exact, subnormals included: the
+    bits placed under fp16's are the value times 2**-8, and the multiply by 256 is exact);
+    e8m0 → bf16 bits (2**-127 and the NaN code, which a checkpoint does not hold, as the
+    table had them: 2**-127 and 0)."""
+    b = sbits.to(tl.int32)
+    # one return: Triton 3.6 also generates the statements after a taken constexpr branch
+    # that returns, and refuses returns of different types
+    if FMT == 2:
+        v = tl.where(b == 0, 0x40, tl.where(b == 255, 0, b << 7)).to(tl.int16).to(tl.bfloat16, bitcast=True)
+    else:
+        v = (((b & 0x80) << 8) | ((b & 0x7F) << 7)).to(tl.int16).to(tl.float16, bitcast=True) * 256.0
+    return v
+
+
+@triton.jit
+def _nf3_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr,
               BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, PTX: tl.constexpr):
     """Dequantized W[row0:row0+BN, k0:k0+BK] (dtype DT) of NF3 expert e; ``w_ptr`` is the
     packed tensor viewed as int32 (strides in words). ``PTX``: None (codes looked up in
@@ -88,8 +125,7 @@ def _nf3_tile(w_ptr, s_ptr, e, row0, k0, stride_we, stride_wn, stride_se, stride
     w2 = ((d1 >> 16) & 0xFFFF) | ((d2 & 0xFF) << 16)
     w3 = (d2 >> 8) & 0xFFFFFF
     words = tl.interleave(tl.interleave(w0, w2), tl.interleave(w1, w3))  # [BN, 4G]
-    sbits = tl.load(s_ptr + e.to(tl.int64) * stride_se + rows[:, None] * stride_sn + grp[None, :])
-    s = _widen(tl.load(stab_ptr + sbits.to(tl.int32)).to(DT), 4)  # [BN, 4G]: each word's group scale
+    s = _widen(_scale_values(sbits, 0).to(DT), 4)  # [BN, 4G]: each word's group scale
     if PTX is not None:
         v0, v1, v2, v3, v4, v5, v6, v7 = tl.inline_asm_elementwise(
             _NF3_VALUES_ASM, _NF3_VALUES_CONS, [words, PTX[0], PTX[1], PTX[2], PTX[3]],
@@ -118,16 +154,14 @@ def _nf3_tile(w_ptr, s_ptr, e, row0, k0, stride_we, stride_wn, stride_se, stride
 
 
 @triton.jit
-def _fp4_tile(w_ptr, s_ptr, e, row0, k0, stride_we, stride_wn, stride_se, stride_sn, vtab_ptr, stab_ptr,
+def _fp4_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, FMT: tl.constexpr,
               GROUP: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, MAGIC: tl.constexpr):
     """Dequantized W[row0:row0+BN, k0:k0+BK] (dtype DT) of e2m1 expert e (two codes per
-    byte, even column in the low nibble; one scale per GROUP columns)."""
+    byte, even column in the low nibble; one scale per GROUP columns, ``sbits`` their bits)."""
     rows = (row0 + tl.arange(0, BN)).to(tl.int64)
     byte = tl.load(w_ptr + e.to(tl.int64) * stride_we + rows[:, None] * stride_wn
                    + (k0 // 2 + tl.arange(0, BK // 2))[None, :]).to(tl.int32)
-    grp = k0 // GROUP + tl.arange(0, BK // GROUP)
-    sbits = tl.load(s_ptr + e.to(tl.int64) * stride_se + rows[:, None] * stride_sn + grp[None, :])
-    sv = tl.load(stab_ptr + sbits.to(tl.int32))
+    sv = _scale_values(sbits, FMT)
     if MAGIC:
         # e2m1 → fp16 bits by shifts (sign; exponent and mantissa under fp16's): the value
         # times 2**-14, put back through the fp32 scale
@@ -144,15 +178,19 @@ def _fp4_tile(w_ptr, s_ptr, e, row0, k0, stride_we, stride_wn, stride_se, stride
 
 
 @triton.jit
-def _weight_tile(w_ptr, s_ptr, e, row0, k0, stride_we, stride_wn, stride_se, stride_sn, vtab_ptr, stab_ptr,
+def _weight_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr,
                  FMT: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, MAGIC: tl.constexpr,
                  PTX: tl.constexpr):
     if FMT == 0:
-        return _nf3_tile(w_ptr, s_ptr, e, row0, k0, stride_we, stride_wn, stride_se, stride_sn, vtab_ptr, stab_ptr,
-                         BN, BK, DT, PTX)
+        return _nf3_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, BN, BK, DT, PTX)
     else:
-        return _fp4_tile(w_ptr, s_ptr, e, row0, k0, stride_we, stride_wn, stride_se, stride_sn, vtab_ptr, stab_ptr,
-                         16 if FMT == 1 else 32, BN, BK, DT, MAGIC)
+        return _fp4_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, FMT, 16 if FMT == 1 else 32,
+                         BN, BK, DT, MAGIC)
+
+
+def _group(fmt: int) -> int:
+    """Weights per scale."""
+    return 16 if fmt == FMT_NVFP4 else 32
 
 
 def inter_dtype(fmt: int):
@@ -183,29 +221,68 @@ def _block(sorted_ptr, bexp_ptr, P, BM: tl.constexpr):
     return tl.load(bexp_ptr + b), tl.program_id(1), pairs, pairs < P, slots.to(tl.int64)
 
 
+@triton.jit
+def _acc0(BN: tl.constexpr, BM: tl.constexpr, SWAP: tl.constexpr):
+    """The fp32 accumulator: [BN, BM] (weights the left operand), or [BM, BN] with SWAP."""
+    if SWAP:
+        acc = tl.zeros([BM, BN], dtype=tl.float32)
+    else:
+        acc = tl.zeros([BN, BM], dtype=tl.float32)
+    return acc
+
+
+@triton.jit
+def _mma(acc, w, xm, SWAP: tl.constexpr):
+    """acc + W·xᵀ for the weight tile W [BN, BK] and the activation tile xm [BM, BK]. SWAP
+    (tile options ``swap13``, ``swap2``) puts the activations on the left — on SM90 the left operand of
+    a warpgroup MMA may come from registers, the right one from shared memory — so the
+    dequantized tile goes to shared memory instead of the activations."""
+    if SWAP:
+        acc = tl.dot(xm, tl.trans(w) + 0.0, acc)
+    else:
+        acc = tl.dot(w, tl.trans(xm), acc)
+    return acc
+
+
+@triton.jit
+def _as_nm(acc, SWAP: tl.constexpr):
+    """The accumulator as [BN, BM]."""
+    if SWAP:
+        acc = tl.trans(acc)
+    return acc
+
+
 @triton.jit(do_not_specialize=["P", "topk"])
 def _w13_kernel(
     x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw_ptr, inter_ptr, stride_im,
-    val_tab_ptr, scale_tab_ptr, P, topk, K, I,
+    val_tab_ptr, P, topk, K, I,
     stride_we, stride_wn, stride_se, stride_sn,
     FMT: tl.constexpr, HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, MAGIC: tl.constexpr, PTX: tl.constexpr,
+    GROUP: tl.constexpr, SWAP: tl.constexpr,
 ):
     e, j, pairs, valid, slots = _block(sorted_ptr, bexp_ptr, P, BM)
     if e < 0:
         return
     tok = tl.where(valid, pairs // topk, 0).to(tl.int64)
-    acc_g = tl.zeros([BN, BM], dtype=tl.float32)
-    acc_u = tl.zeros([BN, BM], dtype=tl.float32)
+    acc_g = _acc0(BN, BM, SWAP)
+    acc_u = _acc0(BN, BM, SWAP)
+    sg_next = _scale_bits(s_ptr, e, j * BN, 0, K, stride_se, stride_sn, BN, BK, GROUP)
+    su_next = _scale_bits(s_ptr, e, I + j * BN, 0, K, stride_se, stride_sn, BN, BK, GROUP)
     for k0 in range(0, K, BK):
+        sg = sg_next
+        su = su_next
+        sg_next = _scale_bits(s_ptr, e, j * BN, k0 + BK, K, stride_se, stride_sn, BN, BK, GROUP)
+        su_next = _scale_bits(s_ptr, e, I + j * BN, k0 + BK, K, stride_se, stride_sn, BN, BK, GROUP)
         kk = k0 + tl.arange(0, BK)
-        xt = tl.trans(tl.load(x_ptr + tok[:, None] * stride_xm + kk[None, :]).to(DT))
-        wg = _weight_tile(w_ptr, s_ptr, e, j * BN, k0, stride_we, stride_wn, stride_se, stride_sn,
-                          val_tab_ptr, scale_tab_ptr, FMT, BN, BK, DT, MAGIC, PTX)
-        acc_g += tl.dot(wg, xt)
-        wu = _weight_tile(w_ptr, s_ptr, e, I + j * BN, k0, stride_we, stride_wn, stride_se, stride_sn,
-                          val_tab_ptr, scale_tab_ptr, FMT, BN, BK, DT, MAGIC, PTX)
-        acc_u += tl.dot(wu, xt)
+        xm = tl.load(x_ptr + tok[:, None] * stride_xm + kk[None, :]).to(DT)
+        wg = _weight_tile(w_ptr, sg, e, j * BN, k0, stride_we, stride_wn, val_tab_ptr, FMT, BN, BK, DT, MAGIC, PTX)
+        acc_g = _mma(acc_g, wg, xm, SWAP)
+        wu = _weight_tile(w_ptr, su, e, I + j * BN, k0, stride_we, stride_wn, val_tab_ptr, FMT, BN, BK, DT, MAGIC,
+                          PTX)
+        acc_u = _mma(acc_u, wu, xm, SWAP)
+    acc_g = _as_nm(acc_g, SWAP)
+    acc_u = _as_nm(acc_u, SWAP)
     cols = j * BN + tl.arange(0, BN)
     if HAS_S2:
         acc_g *= tl.load(s2_ptr + e * 2)
@@ -221,22 +298,25 @@ def _w13_kernel(
 @triton.jit(do_not_specialize=["P", "topk"])
 def _w2_kernel(
     inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw_ptr, out_ptr, stride_om,
-    val_tab_ptr, scale_tab_ptr, P, topk, K,
+    val_tab_ptr, P, topk, K,
     stride_we, stride_wn, stride_se, stride_sn,
     FMT: tl.constexpr, HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, MAGIC: tl.constexpr, PTX: tl.constexpr,
-    PAIR_ROWS: tl.constexpr,
+    PAIR_ROWS: tl.constexpr, GROUP: tl.constexpr, SWAP: tl.constexpr,
 ):
     e, j, pairs, valid, slots = _block(sorted_ptr, bexp_ptr, P, BM)
     if e < 0:
         return
-    acc = tl.zeros([BN, BM], dtype=tl.float32)
+    acc = _acc0(BN, BM, SWAP)
+    s_next = _scale_bits(s_ptr, e, j * BN, 0, K, stride_se, stride_sn, BN, BK, GROUP)
     for k0 in range(0, K, BK):
+        sb = s_next
+        s_next = _scale_bits(s_ptr, e, j * BN, k0 + BK, K, stride_se, stride_sn, BN, BK, GROUP)
         kk = k0 + tl.arange(0, BK)
-        ht = tl.trans(tl.load(inter_ptr + slots[:, None] * stride_im + kk[None, :]).to(DT))
-        w = _weight_tile(w_ptr, s_ptr, e, j * BN, k0, stride_we, stride_wn, stride_se, stride_sn,
-                         val_tab_ptr, scale_tab_ptr, FMT, BN, BK, DT, MAGIC, PTX)
-        acc += tl.dot(w, ht)
+        hm = tl.load(inter_ptr + slots[:, None] * stride_im + kk[None, :]).to(DT)
+        w = _weight_tile(w_ptr, sb, e, j * BN, k0, stride_we, stride_wn, val_tab_ptr, FMT, BN, BK, DT, MAGIC, PTX)
+        acc = _mma(acc, w, hm, SWAP)
+    acc = _as_nm(acc, SWAP)
     if HAS_S2:
         acc *= tl.load(s2_ptr + e)
     if not WEIGHT_ON_INPUT:
@@ -273,23 +353,23 @@ def _packed(w, fmt):
     return w.view(torch.int32) if fmt == FMT_NF3 else w
 
 
-def launch_w13(x, w, s, s2, sorted_ids, block_expert, topk_weights, inter, val_tab, scale_tab,
+def launch_w13(x, w, s, s2, sorted_ids, block_expert, topk_weights, inter, val_tab,
                num_pairs, topk, inter_size, fmt, weight_on_input, cfg, dot_fp32, table_words=None):
     K = x.shape[1]
     bk = min(cfg["BK13"], K)
     wp = _packed(w, fmt)
     _w13_kernel[(block_expert.numel(), inter_size // cfg["BN13"])](
         x, x.stride(0), wp, s, s2 if s2 is not None else s, sorted_ids, block_expert, topk_weights,
-        inter, inter.stride(0), val_tab, scale_tab, num_pairs, topk, K, inter_size,
+        inter, inter.stride(0), val_tab, num_pairs, topk, K, inter_size,
         wp.stride(0), wp.stride(1), s.stride(0), s.stride(1),
         FMT=fmt, HAS_S2=s2 is not None, WEIGHT_ON_INPUT=weight_on_input,
         BM=cfg["BM"], BN=cfg["BN13"], BK=bk, DT=_dot_dtype(fmt, dot_fp32), MAGIC=magic_scale_table(fmt, cfg),
-        PTX=ptx_words(fmt, cfg, table_words, dot_fp32),
+        PTX=ptx_words(fmt, cfg, table_words, dot_fp32), GROUP=_group(fmt), SWAP=bool(cfg.get("swap13", 0)),
         num_warps=cfg["warps"], num_stages=cfg["stages"],
     )
 
 
-def launch_w2(inter, w, s, s2, sorted_ids, block_expert, topk_weights, out, val_tab, scale_tab,
+def launch_w2(inter, w, s, s2, sorted_ids, block_expert, topk_weights, out, val_tab,
               num_pairs, topk, inter_size, fmt, weight_on_input, cfg, dot_fp32, table_words=None,
               pair_rows=False):
     """``pair_rows``: ``out`` is fp32 [pairs, N] and each routed pair's row is stored there;
@@ -299,10 +379,10 @@ def launch_w2(inter, w, s, s2, sorted_ids, block_expert, topk_weights, out, val_
     wp = _packed(w, fmt)
     _w2_kernel[(block_expert.numel(), N // cfg["BN2"])](
         inter, inter.stride(0), wp, s, s2 if s2 is not None else s, sorted_ids, block_expert, topk_weights,
-        out, out.stride(0), val_tab, scale_tab, num_pairs, topk, inter_size,
+        out, out.stride(0), val_tab, num_pairs, topk, inter_size,
         wp.stride(0), wp.stride(1), s.stride(0), s.stride(1),
         FMT=fmt, HAS_S2=s2 is not None, WEIGHT_ON_INPUT=weight_on_input,
         BM=cfg["BM"], BN=cfg["BN2"], BK=bk, DT=_dot_dtype(fmt, dot_fp32), MAGIC=magic_scale_table(fmt, cfg),
-        PTX=ptx_words(fmt, cfg, table_words, dot_fp32), PAIR_ROWS=pair_rows,
+        PTX=ptx_words(fmt, cfg, table_words, dot_fp32), PAIR_ROWS=pair_rows, GROUP=_group(fmt), SWAP=bool(cfg.get("swap2", 0)),
         num_warps=cfg["warps"], num_stages=cfg["stages"],
     )
