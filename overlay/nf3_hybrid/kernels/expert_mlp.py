@@ -15,7 +15,13 @@ wrong, run-to-run different results from 40 tokens on (relative error 1-4 %, 17-
 fine; cause not found), and the decode GEMV serves those batch sizes in the fused path.
 
 Weights are read in the checkpoint's own packing (no repacked copy, nothing extra at
-load). Dequantization, and what the H200 measurements taught:
+load). Tried and dropped (session 5): rewriting the NF3 codes in place at load into a
+"nibble" layout (codes 0-23 of a group in the nibbles of its three words, 24-31 in the
+nibbles' top bits), so that three of four 8-code selectors are one AND instead of a
+3-bit-to-nibble spread — 11-14 % fewer SASS instructions in the NF3 loops (Triton 3.6), no
+faster on the H200 (hybrid layer 36.8 / 194 / 3244 µs at 1 / 8 / 2048 tokens against 37.2
+/ 193 / 3175; bench_moe_h200_s5_nibble.json): the loops are not bound by issue alone.
+Dequantization, and what the H200 measurements taught:
 - NF3: a 32-code group is 12 bytes = three int32 words, loaded once; its four 24-bit
   words are cut out with shifts and put in order with ``tl.interleave``; each code is
   ``(word >> 3p) & 7`` for a compile-time p; the eight code planes are looked up in the
@@ -238,6 +244,10 @@ def _mma(acc, w, xm, SWAP: tl.constexpr):
     a warpgroup MMA may come from registers, the right one from shared memory — so the
     dequantized tile goes to shared memory instead of the activations."""
     if SWAP:
+        # "+ 0.0": Triton 3.6's TritonGPUOptimizeDotOperands fails on a transposed
+        # register tile feeding the MMA directly (3.8 compiles either; there the w13 loop
+        # is 332 SASS instructions against 418, on 3.6 423 against 396 — and slower on the
+        # H200, bench_moe_h200_s5_swap.json)
         acc = tl.dot(xm, tl.trans(w) + 0.0, acc)
     else:
         acc = tl.dot(w, tl.trans(xm), acc)
