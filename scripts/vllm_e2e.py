@@ -44,6 +44,8 @@ RUNS = {
     # the MXFP8 rev-3 non-expert linears served as MXFP8 (vLLM's ModelOpt MXFP8 method)
     "hyb_mxfp8_native": ("hybrid-mxfp8", {"HYBRID_MXFP8_NATIVE": "1"}, {}),
     "hyb_mxfp4_kept": ("hybrid-mx", {}, {}),
+    "hyb_mxfp4_kept_eager": ("hybrid-mx", {}, {"enforce_eager": True}),
+    "hyb_mxfp4_kept_nograph": ("hybrid-mx", {}, {"cudagraph_mode": "NONE"}),
     "uniform_overlay": ("uniform", {}, {"decode": True}),
     "uniform_stock": ("uniform", {"HYBRID_DISABLE": "1"}, {}),
     "uniform_overlay_eager": ("uniform", {}, {"enforce_eager": True}),
