@@ -3,7 +3,13 @@ on any machine (Triton ships ptxas and nvdisasm) and report what matters for tun
 without a GPU: layout conversions in the TTGIR, registers, spills, shared memory, SASS
 instruction counts by kind, and for each loop (a backward branch) its instructions by kind.
 Usage: python3 bench/compile_probe.py [--arch 90] [--cfg BN13=4,BK13=512,...] [--dump DIR]
-       python3 bench/compile_probe.py --grouped [--cfg BM=64,BN13=64,BK13=64,BN2=128,BK2=64,warps=4,stages=3,ptx=1]"""
+       python3 bench/compile_probe.py --grouped [--cfg BM=64,BN13=64,BK13=64,BN2=128,BK2=64,warps=4,stages=3,ptx=1]
+Another Triton than the venv's (the H200 host has 3.6, the pinned stack 3.8; their code
+differs): pip download triton==3.6.0 --no-deps, unzip the wheel into DIR, then
+PYTHONPATH=DIR:overlay python3 bench/compile_probe.py ...
+Sizes and strides are assumed divisible by 16 as the launcher specialises them for
+GLM-5.2's shapes (without that, loads compile scalar and the counts describe code that
+never runs)."""
 import argparse
 import collections
 import re

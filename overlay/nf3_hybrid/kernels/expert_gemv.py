@@ -27,6 +27,16 @@ instruction issue; decoding is ~3.6 of them per weight, the rest addressing, sca
 the fp32 multiply-adds. Tried and dropped: split-K over the gate/up rows with the last
 slice finishing the activation (slower at 1-16 tokens), vectorised activation loads
 split in registers (Triton regrouped them through shared memory), larger row tiles.
+Session 5: the activations as fp16 pairs with packed fp16 products (ptx_decode.py) —
+NF3 loop 436 → 316 SASS instructions per 64 weights, 52 → 37 µs at one token, 248 →
+194 at 8 (bench_moe_h200_s5_sweep.json; layer error against float32 1.5-2.1e-3 →
+1.6-2.0e-3 at these sizes, accuracy_h200_s5.json). ncu at 8 tokens after it
+(ncu_h200_gemv13_m8.txt): 4 of 16 warps per scheduler resident (registers), 42 % of
+cycles waiting on loads. Tried then, none faster: register caps (spills), smaller tiles
+(within 5 %, bench_moe_h200_s5_gemv.json), weight words cached in L2 only so the
+activations keep L1 (36.4 → 40.2 µs at one token, bench_moe_h200_s5_gemv_cg.json), fewer
+decode instructions (an NF3 nibble layout, expert_mlp.py). More loads in flight per warp
+is what is left.
 
 - kept tier (e2m1 words as [rows, units, 4]): the pair q (activations 2q, 2q+1) of word
   j of unit u is 32-bit word q·K/8 + 4u + j ("PUJ");
