@@ -184,14 +184,14 @@ def _fp4_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, FMT: tl
 
 
 @triton.jit
-def _weight_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr,
-                 FMT: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, MAGIC: tl.constexpr,
+def _weight_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, FMT: tl.constexpr,
+                 GROUP: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, MAGIC: tl.constexpr,
                  PTX: tl.constexpr):
+    """``GROUP``: weights per scale, as the launcher's ``_group`` gives it."""
     if FMT == 0:
         return _nf3_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, BN, BK, DT, PTX)
     else:
-        return _fp4_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, FMT, 16 if FMT == 1 else 32,
-                         BN, BK, DT, MAGIC)
+        return _fp4_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, FMT, GROUP, BN, BK, DT, MAGIC)
 
 
 def _group(fmt: int) -> int:
@@ -286,10 +286,11 @@ def _w13_kernel(
         su_next = _scale_bits(s_ptr, e, I + j * BN, k0 + BK, K, stride_se, stride_sn, BN, BK, GROUP)
         kk = k0 + tl.arange(0, BK)
         xm = tl.load(x_ptr + tok[:, None] * stride_xm + kk[None, :]).to(DT)
-        wg = _weight_tile(w_ptr, sg, e, j * BN, k0, stride_we, stride_wn, val_tab_ptr, FMT, BN, BK, DT, MAGIC, PTX)
-        acc_g = _mma(acc_g, wg, xm, SWAP)
-        wu = _weight_tile(w_ptr, su, e, I + j * BN, k0, stride_we, stride_wn, val_tab_ptr, FMT, BN, BK, DT, MAGIC,
+        wg = _weight_tile(w_ptr, sg, e, j * BN, k0, stride_we, stride_wn, val_tab_ptr, FMT, GROUP, BN, BK, DT, MAGIC,
                           PTX)
+        acc_g = _mma(acc_g, wg, xm, SWAP)
+        wu = _weight_tile(w_ptr, su, e, I + j * BN, k0, stride_we, stride_wn, val_tab_ptr, FMT, GROUP, BN, BK, DT,
+                          MAGIC, PTX)
         acc_u = _mma(acc_u, wu, xm, SWAP)
     acc_g = _as_nm(acc_g, SWAP)
     acc_u = _as_nm(acc_u, SWAP)
@@ -324,7 +325,8 @@ def _w2_kernel(
         s_next = _scale_bits(s_ptr, e, j * BN, k0 + BK, K, stride_se, stride_sn, BN, BK, GROUP)
         kk = k0 + tl.arange(0, BK)
         hm = tl.load(inter_ptr + slots[:, None] * stride_im + kk[None, :]).to(DT)
-        w = _weight_tile(w_ptr, sb, e, j * BN, k0, stride_we, stride_wn, val_tab_ptr, FMT, BN, BK, DT, MAGIC, PTX)
+        w = _weight_tile(w_ptr, sb, e, j * BN, k0, stride_we, stride_wn, val_tab_ptr, FMT, GROUP, BN, BK, DT, MAGIC,
+                         PTX)
         acc = _mma(acc, w, hm, SWAP)
     acc = _as_nm(acc, SWAP)
     if HAS_S2:
@@ -393,6 +395,7 @@ def launch_w2(inter, w, s, s2, sorted_ids, block_expert, topk_weights, out, val_
         wp.stride(0), wp.stride(1), s.stride(0), s.stride(1),
         FMT=fmt, HAS_S2=s2 is not None, WEIGHT_ON_INPUT=weight_on_input,
         BM=cfg["BM"], BN=cfg["BN2"], BK=bk, DT=_dot_dtype(fmt, dot_fp32), MAGIC=magic_scale_table(fmt, cfg),
-        PTX=ptx_words(fmt, cfg, table_words, dot_fp32), PAIR_ROWS=pair_rows, GROUP=_group(fmt), SWAP=bool(cfg.get("swap2", 0)),
+        PTX=ptx_words(fmt, cfg, table_words, dot_fp32), PAIR_ROWS=pair_rows, GROUP=_group(fmt),
+        SWAP=bool(cfg.get("swap2", 0)),
         num_warps=cfg["warps"], num_stages=cfg["stages"],
     )
