@@ -257,14 +257,20 @@ def plot(res, path):
 # candidate tile configs per batch class; "gemv" is the per-pair decode path, timed
 # against the grouped path's "small" configs on the same token counts
 SWEEP = {
-    "gemv": [dict(BN13=4, BK13=1024, BN2=16, BK2=512, warps=2),
-             # smaller tiles, fewer registers, more resident warps (ncu at 8 tokens: 4 of 16
-             # warps per scheduler, limited by registers, 42 % of cycles waiting on loads);
-             # bench_moe_h200_s5_gemv.json: all within 5 % (register caps, tried there
-             # too, made the kernels spill and were slower)
-             dict(BN13=4, BK13=512, BN2=8, BK2=256, warps=2),
-             dict(BN13=4, BK13=1024, BN2=8, BK2=256, warps=2),
-             dict(BN13=4, BK13=512, BN2=8, BK2=512, warps=2)],
+    "gemv": [dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1),
+             # session 5: smaller tiles with fewer registers on two warps were within 5 %
+             # (bench_moe_h200_s5_gemv.json; ncu at 8 tokens: 4 of 16 warps per scheduler,
+             # limited by registers, 42 % of cycles waiting on loads). Session 6: one-warp
+             # programs 10-20 % faster (bench_moe_h200_s6_gemv1w.json); the weight loads
+             # issued blocks ahead by Triton's pipeliner (async copies to shared memory,
+             # 64-96 registers instead of 128) 12-90 % slower, and the top-k sum done by
+             # the down GEMV's last program per tile (a barrier and a gpu-scope
+             # acquire-release atomic per program) 6-18 % slower
+             # (bench_moe_h200_s6_gemv_stages.json): both dropped
+             dict(BN13=2, BK13=1024, BN2=4, BK2=512, warps=1),
+             dict(BN13=2, BK13=2048, BN2=8, BK2=512, warps=1),
+             dict(BN13=1, BK13=2048, BN2=4, BK2=512, warps=1),
+             dict(BN13=4, BK13=1024, BN2=16, BK2=512, warps=2)],
     "small": [
         dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1),
         dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, magic=1, ptx=1),
@@ -299,7 +305,7 @@ SWEEP = {
              swap2=1),
     ],
 }
-SWEEP_TOKENS = {"gemv": (1, 4, 16), "small": (1, 8, 16, 64), "mid": (256, 512, 1024), "large": (2048, 4096)}
+SWEEP_TOKENS = {"gemv": (1, 4, 8, 16, 64), "small": (1, 8, 16, 64), "mid": (256, 512, 1024), "large": (2048, 4096)}
 
 
 def sweep(inter=512, log=print, classes=None) -> dict:

@@ -27,7 +27,7 @@ class Flags:
     kept: str = "auto"
     nf3: str = "fast"
     tier: str = "both"
-    debug: bool = False
+    debug: int = 0
     profile: bool = False
     mxfp8_native: bool = False
     act_capture: str = ""
@@ -48,7 +48,7 @@ DOCS = {
         'run both tiers, only a (kept) or only b (NF3): isolates a tier while debugging (the other tier contributes nothing).'
     ),
     'debug': (
-        "the first call of each hybrid layer outside CUDA-graph capture logs the input norm, each tier's output norm, NaN/Inf counts and each tier's relative error against the reference backend on the same call."
+        "1: the first call of each hybrid layer outside CUDA-graph capture logs the input norm, each tier's output norm, NaN/Inf counts and each tier's relative error against the reference backend on the same call; a number N: the first N calls of each layer (vLLM's own warm-up runs come first)."
     ),
     'profile': (
         "per-tier GPU time of prefill-sized calls (more than 64 tokens) from CUDA events, harvested without host syncs; rank 0 logs ms per layer call per tier and the projected MoE time per forward every 256 profiled calls."
@@ -101,6 +101,16 @@ def _bool(var: str, raw: str) -> bool:
     raise FlagError(f"{var}={raw!r}: expected 1 or 0")
 
 
+def _count(var: str, raw: str) -> int:
+    """A switch that may also be a count: 0/1 words, or how many times."""
+    v = raw.strip().lower()
+    if v in _TRUE or v in _FALSE:
+        return int(v in _TRUE)
+    if v.isdigit():
+        return int(v)
+    raise FlagError(f"{var}={raw!r}: expected 1 or 0, or a number of calls")
+
+
 def parse(env: Mapping[str, str]) -> Flags:
     values = {}
     for f in fields(Flags):
@@ -115,6 +125,8 @@ def parse(env: Mapping[str, str]) -> Flags:
             values[f.name] = v
         elif f.type in ("bool", bool):
             values[f.name] = _bool(var, raw)
+        elif f.name == "debug":
+            values[f.name] = _count(var, raw)
         elif f.name in ("max_tokens", "act_capture_tokens"):
             if raw.strip() == "":
                 continue

@@ -133,6 +133,31 @@ def test_output_reproducible_and_experts_of_no_tier_skipped(m):
     assert torch.equal(tri.forward(x, w, ids), first)
 
 
+@pytest.mark.parametrize("kept_fmt,m,cls", [("nvfp4", 3, "gemv"), ("mxfp4_e8m0k32", 70, "mid")])
+def test_sizes_not_a_multiple_of_the_tiles(kept_fmt, m, cls, monkeypatch):
+    """Hidden and intermediate sizes that are multiples of 32 only (all the formats need;
+    gpt-oss has hidden 2880) under the H200's tile shapes (K steps of 64-1024, N tiles of
+    up to 128 rows): the kernels must cover N and K in tiles that divide them. They did
+    not: a K step read past the rows (NaN), a 128-row tile of a 160-row output left 32
+    rows unwritten."""
+    from nf3_hybrid.backends import triton_tiers
+
+    if cls == "gemv":
+        # the H200's GEMV tiles are 2-8 rows wide: too many programs for the interpreter
+        tiles = triton_tiers.kernel_config(1, False) if DEV == "cuda" else dict(BN13=64, BK13=1024, BN2=128,
+                                                                                  BK2=512, warps=4)
+    else:
+        tiles = triton_tiers._GROUPED_TILES[cls]
+    monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", {cls: dict(tiles)})
+    ref, tri, ws = build(kept_fmt, 5, 16, 160, 96, 80, 4, seed=m)
+    w, ids = routing(m, 16, 4, seed=m, device=DEV)
+    x = (torch.randn(m, 160, generator=torch.Generator().manual_seed(m)) * 2).to(torch.bfloat16).to(DEV)
+    poison(ws)
+    out = tri.forward(x, w, ids)
+    assert torch.isfinite(out).all()
+    assert rel(out, ref.forward(x, w, ids)) < TOL
+
+
 def test_workspace_grows_once_and_holds_a_row_per_routed_pair():
     ws = Workspace(torch.device(DEV))
     assert ws.reserve(5000, 8, 128, 64, 12)

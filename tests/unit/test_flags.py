@@ -8,15 +8,16 @@ OK = lambda name: None  # noqa: E731  every module "imports"
 
 def test_defaults_and_parsing():
     f = flags.parse({})
-    assert (f.kept, f.nf3, f.tier, f.debug, f.max_tokens) == ("auto", "fast", "both", False, None)
+    assert (f.kept, f.nf3, f.tier, f.debug, f.max_tokens) == ("auto", "fast", "both", 0, None)
     f = flags.parse({"HYBRID_KEPT": " Triton ", "HYBRID_DEBUG": "yes", "HYBRID_MAX_TOKENS": "4096", "HYBRID_TIER": "b"})
-    assert (f.kept, f.debug, f.max_tokens, f.tier) == ("triton", True, 4096, "b")
+    assert (f.kept, f.debug, f.max_tokens, f.tier) == ("triton", 1, 4096, "b")
+    assert flags.parse({"HYBRID_DEBUG": " 3 "}).debug == 3 and flags.parse({"HYBRID_DEBUG": "off"}).debug == 0
 
 
 @pytest.mark.parametrize("env,match", [
     ({"HYBRID_KEPT": "cutlass"}, r"HYBRID_KEPT='cutlass': expected one of auto, triton, b12x, b12x_nf3, ref"),
     ({"HYBRID_NF3": "slow"}, "HYBRID_NF3='slow'"),
-    ({"HYBRID_DEBUG": "maybe"}, r"HYBRID_DEBUG='maybe': expected 1 or 0"),
+    ({"HYBRID_DEBUG": "maybe"}, r"HYBRID_DEBUG='maybe': expected 1 or 0, or a number of calls"),
     ({"HYBRID_MAX_TOKENS": "-3"}, "positive integer"),
     ({"HYBRID_MAX_TOKENS": "lots"}, "positive integer"),
 ])

@@ -48,10 +48,11 @@ def kernel_config(m: int, interp: bool) -> dict:
         return dict(CONFIG_OVERRIDE["gemv"])
     if interp:
         return dict(BN13=16, BK13=64, BN2=32, BK2=64, warps=4)
-    # the fastest candidate of bench/results/bench_moe_h200_s5_sweep.json (fp16-pair
-    # activations): 35.5 / 105.6 / 358.4 µs at 1 / 4 / 16 tokens against 36.7 / 111.7 /
-    # 351.9 with the previous BK13=512, BN2=8, BK2=256
-    return dict(BN13=4, BK13=1024, BN2=16, BK2=512, warps=2)
+    # one-warp programs (bench_moe_h200_s6_gemv1w.json): 32.7 / 87.4 / 286.8 µs at 1 / 4 / 16
+    # tokens against 35.5 / 106.7 / 360.1 with session 5's BN13=4, BN2=16 on two warps (not
+    # profiled; a one-warp program's row sums need no cross-warp reduction through shared
+    # memory, and at the same registers per thread twice as many programs fit on an SM)
+    return dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1)
 
 
 # grouped-path tiles per batch class (``grouped_class``): fastest of the candidates timed

@@ -53,7 +53,7 @@ deterministic.
 import triton
 import triton.language as tl
 
-from . import pair_sum, ptx_decode
+from . import fit_tile, pair_sum, ptx_decode
 from .ptx_decode import E2M1_DOT_ASM, E2M1_DOT_CONSTRAINTS, NF3_DOT_ASM, NF3_DOT_CONSTRAINTS
 
 _NF3_ASM = tl.constexpr(NF3_DOT_ASM)
@@ -335,11 +335,12 @@ def launch_decode(a, b, x, topk_weights_flat, ids_flat, topk, planes, h, y, out,
     _planes_kernel[(m, triton.cdiv(hidden, blk))](x, x.stride(0), xa, xb, xa.stride(0), hidden, BLOCK=blk)
     xa32, xb32, h32 = xa.view(torch.int32), xb.view(torch.int32), h.view(torch.int32)
     ra, rb = args(13)
-    _gemv13_kernel[(pairs, inter // cfg["BN13"])](
+    bn13, bn2 = fit_tile(inter, cfg["BN13"]), fit_tile(hidden, cfg["BN2"])
+    _gemv13_kernel[(pairs, inter // bn13)](
         xa32, xb32, xa32.stride(0), ids_flat, topk_weights_flat, topk, hidden, inter, h, h.stride(0), *ra, *rb,
-        BN=cfg["BN13"], BK=min(cfg["BK13"], hidden), **common)
+        BN=bn13, BK=fit_tile(hidden, cfg["BK13"]), **common)
     ra, rb = args(2)
-    _gemv2_kernel[(pairs, hidden // cfg["BN2"])](
+    _gemv2_kernel[(pairs, hidden // bn2)](
         h32, h32.stride(0), ids_flat, topk_weights_flat, inter, y, y.stride(0), *ra, *rb,
-        BN=cfg["BN2"], BK=min(cfg["BK2"], inter), **common)
+        BN=bn2, BK=fit_tile(inter, cfg["BK2"]), **common)
     pair_sum.launch(y, out, topk)  # every pair row was written (zeros for a pair no tier holds)

@@ -58,6 +58,7 @@ left operand and only the small activation tile is read transposed.
 import triton
 import triton.language as tl
 
+from . import fit_tile
 from .ptx_decode import NF3_VALUES_ASM, NF3_VALUES_CONSTRAINTS
 
 _NF3_VALUES_ASM = tl.constexpr(NF3_VALUES_ASM)
@@ -368,14 +369,14 @@ def _packed(w, fmt):
 def launch_w13(x, w, s, s2, sorted_ids, block_expert, topk_weights, inter, val_tab,
                num_pairs, topk, inter_size, fmt, weight_on_input, cfg, dot_fp32, table_words=None):
     K = x.shape[1]
-    bk = min(cfg["BK13"], K)
+    bk, bn = fit_tile(K, cfg["BK13"]), fit_tile(inter_size, cfg["BN13"])
     wp = _packed(w, fmt)
-    _w13_kernel[(block_expert.numel(), inter_size // cfg["BN13"])](
+    _w13_kernel[(block_expert.numel(), inter_size // bn)](
         x, x.stride(0), wp, s, s2 if s2 is not None else s, sorted_ids, block_expert, topk_weights,
         inter, inter.stride(0), val_tab, num_pairs, topk, K, inter_size,
         wp.stride(0), wp.stride(1), s.stride(0), s.stride(1),
         FMT=fmt, HAS_S2=s2 is not None, WEIGHT_ON_INPUT=weight_on_input,
-        BM=cfg["BM"], BN=cfg["BN13"], BK=bk, DT=_dot_dtype(fmt, dot_fp32), MAGIC=magic_scale_table(fmt, cfg),
+        BM=cfg["BM"], BN=bn, BK=bk, DT=_dot_dtype(fmt, dot_fp32), MAGIC=magic_scale_table(fmt, cfg),
         PTX=ptx_words(fmt, cfg, table_words, dot_fp32), GROUP=_group(fmt), SWAP=bool(cfg.get("swap13", 0)),
         num_warps=cfg["warps"], num_stages=cfg["stages"],
     )
@@ -387,14 +388,14 @@ def launch_w2(inter, w, s, s2, sorted_ids, block_expert, topk_weights, out, val_
     """``pair_rows``: ``out`` is fp32 [pairs, N] and each routed pair's row is stored there;
     else the rows are added atomically into the token rows of ``out`` [tokens, N]."""
     N = out.shape[1]
-    bk = min(cfg["BK2"], inter_size)
+    bk, bn = fit_tile(inter_size, cfg["BK2"]), fit_tile(N, cfg["BN2"])
     wp = _packed(w, fmt)
-    _w2_kernel[(block_expert.numel(), N // cfg["BN2"])](
+    _w2_kernel[(block_expert.numel(), N // bn)](
         inter, inter.stride(0), wp, s, s2 if s2 is not None else s, sorted_ids, block_expert, topk_weights,
         out, out.stride(0), val_tab, num_pairs, topk, inter_size,
         wp.stride(0), wp.stride(1), s.stride(0), s.stride(1),
         FMT=fmt, HAS_S2=s2 is not None, WEIGHT_ON_INPUT=weight_on_input,
-        BM=cfg["BM"], BN=cfg["BN2"], BK=bk, DT=_dot_dtype(fmt, dot_fp32), MAGIC=magic_scale_table(fmt, cfg),
+        BM=cfg["BM"], BN=bn, BK=bk, DT=_dot_dtype(fmt, dot_fp32), MAGIC=magic_scale_table(fmt, cfg),
         PTX=ptx_words(fmt, cfg, table_words, dot_fp32), PAIR_ROWS=pair_rows, GROUP=_group(fmt),
         SWAP=bool(cfg.get("swap2", 0)),
         num_warps=cfg["warps"], num_stages=cfg["stages"],

@@ -98,7 +98,7 @@ class HybridNvFp4FusedMoE(FusedMoEMethodBase):
         self.tiers: Dict[int, TierWeights] = {}
         self.executor: Optional[LayerExecutor] = None
         self.backends: Dict[int, object] = {}
-        self._debug_pending = False
+        self._debug_calls = 0
         self._profile = False
         self._capture = None
         mpc = moe_config.moe_parallel_config
@@ -239,7 +239,7 @@ class HybridNvFp4FusedMoE(FusedMoEMethodBase):
                                "routed output is zero", layer.layer_name, f.tier, TIER_NAMES[keep])
             backends = {keep: backends[keep]}
         self.executor = LayerExecutor(backends, self.hidden)
-        self._debug_pending = f.debug
+        self._debug_calls = f.debug  # reports still to give (HYBRID_DEBUG=N)
         mpc = self.moe.moe_parallel_config
         first_rank = mpc.tp_rank == 0 and mpc.dp_rank == 0
         self._profile = f.profile and first_rank and dev.type == "cuda"
@@ -266,8 +266,8 @@ class HybridNvFp4FusedMoE(FusedMoEMethodBase):
 
     def apply(self, layer, x, topk_weights, topk_ids, shared_experts=None, shared_experts_input=None):
         on_input = bool(getattr(layer, "apply_router_weight_on_input", False))
-        if self._debug_pending and not _capturing():
-            self._debug_pending = False
+        if self._debug_calls and not _capturing():
+            self._debug_calls -= 1
             self._debug_report(layer, x, topk_weights, topk_ids, on_input)
         big = x.shape[0] > _PROFILE_TOKENS and not _capturing()
         if big and self._capture is not None:
@@ -280,7 +280,7 @@ class HybridNvFp4FusedMoE(FusedMoEMethodBase):
         return self.executor.forward(x, topk_weights, topk_ids, on_input)
 
     def _debug_report(self, layer, x, topk_weights, topk_ids, on_input):
-        """HYBRID_DEBUG: one line per tier for this layer's first call."""
+        """HYBRID_DEBUG: one line per call (its first N), each tier's output against the reference."""
         from ..backends.ref import RefBackend
 
         parts = [f"{layer.layer_name}: M={x.shape[0]} |x|={x.float().norm():.4g}"]
