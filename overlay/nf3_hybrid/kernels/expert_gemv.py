@@ -36,7 +36,16 @@ cycles waiting on loads. Tried then, none faster: register caps (spills), smalle
 (within 5 %, bench_moe_h200_s5_gemv.json), weight words cached in L2 only so the
 activations keep L1 (36.4 → 40.2 µs at one token, bench_moe_h200_s5_gemv_cg.json), fewer
 decode instructions (an NF3 nibble layout, expert_mlp.py). More loads in flight per warp
-is what is left.
+is what is left. Session 6 (bench_moe_h200_s6_*.json): programs of one warp with 2 gate/up
+rows and 8 down rows took 32.7 / 87.4 / 286.8 µs at 1 / 4 / 16 tokens against 35.5 /
+106.7 / 360.1 (two warps, 4 and 16 rows). Measured slower and dropped: the weight loads
+issued blocks ahead by Triton's pipeliner (``tl.range(num_stages=…)``: async copies to
+shared memory, 64-96 registers instead of 128; 12-90 % slower), the top-k sum done by
+the down GEMV's last program per output tile (one barrier and one gpu-scope
+acquire-release atomic per program; 6-18 % slower than the separate sum kernel), and a
+program serving two routed pairs of one expert (each word decoded once for both tokens,
+168 registers; slower at every size, even at 64 tokens where most pairs share their
+expert).
 
 - kept tier (e2m1 words as [rows, units, 4]): the pair q (activations 2q, 2q+1) of word
   j of unit u is 32-bit word q·K/8 + 4u + j ("PUJ");
