@@ -125,9 +125,9 @@ def main():
     if a.grouped:
         return grouped(a)
     cfg = {k: int(v) for k, v in (kv.split("=") for kv in a.cfg.split(","))}
-    c = dict(COMMON)
+    c = dict(COMMON, PDL=bool(cfg.get("pdl", 1)))
     for kernel, bn, bk, extra in ((expert_gemv._gemv13_kernel, cfg["BN13"], cfg["BK13"], c),
-                                  (expert_gemv._gemv2_kernel, cfg["BN2"], cfg["BK2"], COMMON)):
+                                  (expert_gemv._gemv2_kernel, cfg["BN2"], cfg["BK2"], c)):
         r = probe(kernel, dict(extra, BN=bn, BK=bk), a.arch, cfg["warps"], a.dump, maxnreg=cfg.get("maxnreg"))
         print(kernel.__name__, r)
 
@@ -149,7 +149,7 @@ def grouped(a):
 
 
 def parser_default_cfg():
-    return "BN13=4,BK13=512,BN2=8,BK2=256,warps=2"
+    return "BN13=2,BK13=1024,BN2=8,BK2=512,warps=1"
 
 
 if __name__ == "__main__":

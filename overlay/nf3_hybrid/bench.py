@@ -273,7 +273,9 @@ SWEEP = {
              # of their expert (bench_moe_h200_s6_pair2.json): the loop is bound by issue
              # and latency, not by the weight bytes
              dict(BN13=2, BK13=1024, BN2=4, BK2=512, warps=1),
-             dict(BN13=2, BK13=2048, BN2=8, BK2=512, warps=1)],
+             # the four decode launches chained by programmatic dependent launch (default:
+             # up to 8 tokens, from SM90) against plain launches (bench_moe_h200_s6_pdl.json)
+             dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1, pdl=0)],
     "small": [
         dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1),
         dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, magic=1, ptx=1),

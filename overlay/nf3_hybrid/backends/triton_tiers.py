@@ -285,6 +285,18 @@ def _flat_routing(topk_weights, topk_ids):
     return ids, tw
 
 
+_PDL: Dict[torch.device, bool] = {}
+
+
+def _pdl(device) -> bool:
+    """Programmatic dependent launch (SM90 and later): the decode path's kernels then
+    overlap their launches (kernels/expert_gemv.py)."""
+    ok = _PDL.get(device)
+    if ok is None:
+        ok = _PDL[device] = device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 9
+    return ok
+
+
 def run_decode(kept, nf3_tier, result, x, topk_weights, topk_ids, weights_on_input):
     """At most GEMV_TOKENS tokens, both tiers in one launch per stage, straight into the
     bf16 ``result`` (no routing sort, no zero-fill)."""
@@ -295,7 +307,7 @@ def run_decode(kept, nf3_tier, result, x, topk_weights, topk_ids, weights_on_inp
     inter = (kept or nf3_tier).tier.inter
     expert_gemv.launch_decode(kept, nf3_tier, x, tw, ids, topk, ws.planes, ws.pair_inter[:pairs, :inter],
                               ws.pair_rows[:pairs], result, weights_on_input, kernel_config(m, interpret()),
-                              asm=not interpret())
+                              asm=not interpret(), pdl=_pdl(x.device))
 
 
 def run_chunk(tiers, maps, x, topk_weights, topk_ids, weights_on_input, *, result=None, add_into=None,

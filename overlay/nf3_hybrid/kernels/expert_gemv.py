@@ -86,9 +86,12 @@ def _plane_index(c, K, FMT: tl.constexpr):
 
 
 @triton.jit
-def _planes_kernel(x_ptr, stride_xm, xa_ptr, xb_ptr, stride_pm, K, BLOCK: tl.constexpr):
+def _planes_kernel(x_ptr, stride_xm, xa_ptr, xb_ptr, stride_pm, K, BLOCK: tl.constexpr, PDL: tl.constexpr):
     """fp16 plane-order copies of each token's activations: kept-tier order into xa, NF3
-    order into xb."""
+    order into xb. With PDL the GEMV behind it may launch at once (it waits for these
+    copies only before its first activation load)."""
+    if PDL:
+        tl.extra.cuda.gdc_launch_dependents()
     m = tl.program_id(0)
     c = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     ok = c < K
@@ -157,7 +160,7 @@ def _scale_unit(FMT: tl.constexpr):
 @triton.jit
 def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, stride_sn, vec_ptr, K,
               vtab_ptr, stab_ptr, t0, t1, t2, t3, FMT: tl.constexpr, GROUP: tl.constexpr,
-              R: tl.constexpr, BK: tl.constexpr, ASM: tl.constexpr, PAIRED: tl.constexpr):
+              R: tl.constexpr, BK: tl.constexpr, ASM: tl.constexpr, PAIRED: tl.constexpr, PDL: tl.constexpr):
     """fp32 [R]: R weight rows of local expert e times the activations — rows row0.. , or
     with PAIRED the interleaved pairs (row0 + i, up_off + row0 + i), a gate row and its up
     row, so both come out of one pass over K. ``w_ptr``: the packed tensor viewed as int32
@@ -165,7 +168,9 @@ def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, st
     words of fp16 pairs.
 
     The next K-block's weight words and scales are loaded before the current block is
-    decoded. Partial sums stay per element and are reduced once at the end (a reduction
+    decoded. With PDL (programmatic dependent launch: this kernel may start while the one
+    writing the activations still runs) the first block's weights are loaded before
+    waiting for that kernel, the activations after. Partial sums stay per element and are reduced once at the end (a reduction
     across lanes every K-step would cost more than the decoding). Word tensors stay in
     the layout their loads get (no joins: regrouping them goes through shared memory)."""
     U: tl.constexpr = BK // 32
@@ -184,6 +189,8 @@ def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, st
         d1n = tl.load(p + 1)
         d2n = tl.load(p + 2)
         sbn = tl.load(srow[:, None] + unit)
+        if PDL:
+            tl.extra.cuda.gdc_wait()
         acc = tl.zeros([R, U], dtype=tl.float32)
         for k0 in range(0, K, BK):
             d0 = d0n.to(tl.uint32, bitcast=True)
@@ -214,6 +221,8 @@ def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, st
         q = srow[:, None, None] + unit * (32 // GROUP) + word // (GROUP // 8)
         wn = tl.load(p)
         sbn = tl.load(q)
+        if PDL:
+            tl.extra.cuda.gdc_wait()
         acc = tl.zeros([R, U, 4], dtype=tl.float32)
         for k0 in range(0, K, BK):
             words = wn.to(tl.uint32, bitcast=True)
@@ -259,21 +268,25 @@ def _gemv13_kernel(
     b_map, b_w, b_s, b_swe, b_swn, b_sse, b_ssn, b_vtab, b_stab, b_t0, b_t1, b_t2, b_t3,
     A_FMT: tl.constexpr, A_GROUP: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
     A_HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-    ASM: tl.constexpr,
+    ASM: tl.constexpr, PDL: tl.constexpr,
 ):
     p, j, cols, la, lb, rw = _pair(ids_ptr, tw_ptr, a_map, b_map, HAS_A, HAS_B, BN)
     xrow = (p // topk).to(tl.int64) * stride_xm
     hrow = h_ptr + p.to(tl.int64) * stride_h
     if la >= 0:
         gu = _rows_dot(a_w, a_s, la, j * BN, I, a_swe, a_swn, a_sse, a_ssn, xa_ptr + xrow, K,
-                       a_vtab, a_stab, a_t0, a_t1, a_t2, 0, A_FMT, A_GROUP, 2 * BN, BK, ASM, True)
+                       a_vtab, a_stab, a_t0, a_t1, a_t2, 0, A_FMT, A_GROUP, 2 * BN, BK, ASM, True, PDL)
         gate, up = tl.split(tl.reshape(gu, [BN, 2]))
         _act_store(gate, up, hrow, cols, I, a_s2 + la * 2, rw, A_FMT, A_HAS_S2, WEIGHT_ON_INPUT)
     elif lb >= 0:
         gu = _rows_dot(b_w, b_s, lb, j * BN, I, b_swe, b_swn, b_sse, b_ssn, xb_ptr + xrow, K,
-                       b_vtab, b_stab, b_t0, b_t1, b_t2, b_t3, 0, 32, 2 * BN, BK, ASM, True)
+                       b_vtab, b_stab, b_t0, b_t1, b_t2, b_t3, 0, 32, 2 * BN, BK, ASM, True, PDL)
         gate, up = tl.split(tl.reshape(gu, [BN, 2]))
         _act_store(gate, up, hrow, cols, I, a_s2, rw, 0, False, WEIGHT_ON_INPUT)
+    if PDL:
+        # the down GEMV may launch once every program got here: its weight prefetch then
+        # overlaps this kernel's tail
+        tl.extra.cuda.gdc_launch_dependents()
 
 
 @triton.jit
@@ -283,14 +296,14 @@ def _gemv2_kernel(
     b_map, b_w, b_s, b_swe, b_swn, b_sse, b_ssn, b_vtab, b_stab, b_t0, b_t1, b_t2, b_t3,
     A_FMT: tl.constexpr, A_GROUP: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
     A_HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-    ASM: tl.constexpr,
+    ASM: tl.constexpr, PDL: tl.constexpr,
 ):
     p, j, cols, la, lb, rw = _pair(ids_ptr, tw_ptr, a_map, b_map, HAS_A, HAS_B, BN)
     hrow = h_ptr + p.to(tl.int64) * stride_h
     yrow = y_ptr + p.to(tl.int64) * stride_y + cols
     if la >= 0:
         acc = _rows_dot(a_w, a_s, la, j * BN, 0, a_swe, a_swn, a_sse, a_ssn, hrow, I, a_vtab, a_stab,
-                        a_t0, a_t1, a_t2, 0, A_FMT, A_GROUP, BN, BK, ASM, False)
+                        a_t0, a_t1, a_t2, 0, A_FMT, A_GROUP, BN, BK, ASM, False, PDL)
         if A_HAS_S2:
             acc *= tl.load(a_s2 + la)
         if not WEIGHT_ON_INPUT:
@@ -298,19 +311,25 @@ def _gemv2_kernel(
         tl.store(yrow, acc)
     elif lb >= 0:
         acc = _rows_dot(b_w, b_s, lb, j * BN, 0, b_swe, b_swn, b_sse, b_ssn, hrow, I, b_vtab, b_stab,
-                        b_t0, b_t1, b_t2, b_t3, 0, 32, BN, BK, ASM, False)
+                        b_t0, b_t1, b_t2, b_t3, 0, 32, BN, BK, ASM, False, PDL)
         if not WEIGHT_ON_INPUT:
             acc *= rw
         tl.store(yrow, acc)
     else:
         tl.store(yrow, tl.zeros([BN], dtype=tl.float32))
+    if PDL:
+        tl.extra.cuda.gdc_launch_dependents()
 
 
-def launch_decode(a, b, x, topk_weights_flat, ids_flat, topk, planes, h, y, out, weight_on_input, cfg, asm):
+def launch_decode(a, b, x, topk_weights_flat, ids_flat, topk, planes, h, y, out, weight_on_input, cfg, asm,
+                  pdl=False):
     """a / b: TritonTier of the kept / NF3 tier (either may be None). ``planes``: fp16
     scratch [2, ≥ tokens, hidden] for the plane-order activations; ``h``: fp16 [pairs, I];
     ``y``: fp32 [pairs, hidden]. ``asm``: decode by inline PTX (False under the interpreter).
-    The GEMVs read the fp16 scratch as 32-bit words (pairs)."""
+    The GEMVs read the fp16 scratch as 32-bit words (pairs). ``pdl``: chain the four
+    launches by programmatic dependent launch (SM90+, not under the interpreter; up to
+    the config's ``pdl`` tokens): each kernel starts while the one before finishes
+    and waits for it only where it reads that kernel's output."""
     import torch
 
     empty = (a or b).scales
@@ -339,17 +358,20 @@ def launch_decode(a, b, x, topk_weights_flat, ids_flat, topk, planes, h, y, out,
                   HAS_A=a is not None, HAS_B=b is not None,
                   A_HAS_S2=bool(a is not None and a.tier.w13_scale_2 is not None),
                   WEIGHT_ON_INPUT=weight_on_input, ASM=asm, num_warps=cfg["warps"])
+    # up to cfg["pdl"] tokens (bench_moe_h200_s6_pdl.json, H200: 30.0 / 50.0 / 86.0 µs at
+    # 1 / 2 / 4 tokens against 33.6 / 54.2 / 89.8 without, even at 8, 2-4 % slower from 16)
+    pdl = bool(pdl and asm and m <= cfg.get("pdl", 8))
     xa, xb = planes[0, :m], planes[1, :m]
     blk = min(1024, triton.next_power_of_2(hidden))
-    _planes_kernel[(m, triton.cdiv(hidden, blk))](x, x.stride(0), xa, xb, xa.stride(0), hidden, BLOCK=blk)
+    _planes_kernel[(m, triton.cdiv(hidden, blk))](x, x.stride(0), xa, xb, xa.stride(0), hidden, BLOCK=blk, PDL=pdl)
     xa32, xb32, h32 = xa.view(torch.int32), xb.view(torch.int32), h.view(torch.int32)
     ra, rb = args(13)
     bn13, bn2 = fit_tile(inter, cfg["BN13"]), fit_tile(hidden, cfg["BN2"])
     _gemv13_kernel[(pairs, inter // bn13)](
         xa32, xb32, xa32.stride(0), ids_flat, topk_weights_flat, topk, hidden, inter, h, h.stride(0), *ra, *rb,
-        BN=bn13, BK=fit_tile(hidden, cfg["BK13"]), **common)
+        BN=bn13, BK=fit_tile(hidden, cfg["BK13"]), PDL=pdl, launch_pdl=pdl, **common)
     ra, rb = args(2)
     _gemv2_kernel[(pairs, hidden // bn2)](
         h32, h32.stride(0), ids_flat, topk_weights_flat, inter, y, y.stride(0), *ra, *rb,
-        BN=bn2, BK=fit_tile(inter, cfg["BK2"]), **common)
-    pair_sum.launch(y, out, topk)  # every pair row was written (zeros for a pair no tier holds)
+        BN=bn2, BK=fit_tile(inter, cfg["BK2"]), PDL=pdl, launch_pdl=pdl, **common)
+    pair_sum.launch(y, out, topk, pdl=pdl)  # every pair row was written (zeros for a pair no tier holds)

@@ -16,7 +16,9 @@ import triton.language as tl
 
 @triton.jit(do_not_specialize=["topk"])
 def _pair_sum_kernel(y_ptr, stride_y, out_ptr, stride_o, topk, N, ids_ptr, maps_ptr, stride_map,
-                     N_MAPS: tl.constexpr, BR: tl.constexpr):
+                     N_MAPS: tl.constexpr, BR: tl.constexpr, PDL: tl.constexpr):
+    if PDL:
+        tl.extra.cuda.gdc_wait()  # launched behind the kernel writing the pair rows
     t = tl.program_id(0)
     j = tl.program_id(1)
     cols = j * BR + tl.arange(0, BR)
@@ -35,14 +37,15 @@ def _pair_sum_kernel(y_ptr, stride_y, out_ptr, stride_o, topk, N, ids_ptr, maps_
     tl.store(out_ptr + t.to(tl.int64) * stride_o + cols, acc.to(out_ptr.dtype.element_ty), mask=m)
 
 
-def launch(pair_rows, out, topk, ids=None, maps=None):
+def launch(pair_rows, out, topk, ids=None, maps=None, pdl=False):
     """out[t] = Σ_k pair_rows[t·topk + k] (k ascending) for every token row of ``out``.
     With ``ids`` (flat expert ids) and ``maps`` (int32 [tiers, experts] local maps) rows
-    of pairs no tier holds are skipped, so they need not be written."""
+    of pairs no tier holds are skipped, so they need not be written. ``pdl``: launched by
+    programmatic dependent launch behind the kernel that writes ``pair_rows``."""
     tokens, n = out.shape
     br = min(1024, triton.next_power_of_2(n))
     masked = maps is not None
     _pair_sum_kernel[(tokens, triton.cdiv(n, br))](
         pair_rows, pair_rows.stride(0), out, out.stride(0), topk, n,
         ids if masked else pair_rows, maps if masked else pair_rows, maps.stride(0) if masked else 0,
-        N_MAPS=maps.shape[0] if masked else 0, BR=br)
+        N_MAPS=maps.shape[0] if masked else 0, BR=br, PDL=pdl, launch_pdl=pdl)
