@@ -8,7 +8,6 @@ def interpret() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
-
 def fit_tile(size: int, want: int) -> int:
     """The tile a config asking for ``want`` gets along a dimension of ``size``: the largest
     power of two ≤ want that divides size. The kernels cover N and K in whole tiles, with
