@@ -210,6 +210,7 @@ def test_cuda_graph_replay_gives_the_eager_bits(m):
     if DEV != "cuda":
         pytest.skip("CUDA graphs")
     ref, tri, ws = build("nvfp4", 64, 256, 6144, 512, 512, 8, seed=60 + m)
+    assert ws.pdl == (torch.cuda.get_device_capability()[0] >= 9)
     x = torch.zeros(m, 6144, device=DEV, dtype=torch.bfloat16)
     w, ids = routing(m, 256, 8, seed=m, device=DEV)
     tri.forward(x, w, ids)  # compile outside the capture

@@ -17,6 +17,7 @@ import torch
 from ..formats import e2m1, nf3
 from ..kernels import align, expert_gemv, expert_mlp, interpret, pair_sum, ptx_decode
 from .base import MXFP4, NF3, NVFP4, TierBackend, TierWeights
+from .select import device_info
 
 # tokens per pass; larger batches run in several passes over the same scratch. Its
 # fp32 pair rows are tokens × top-k × hidden × 4 bytes: 403 MB at 2048 tokens for
@@ -124,6 +125,10 @@ class Workspace:
         self.max_block = 0
         self.chunk = 0
         self.tables: Dict[str, torch.Tensor] = {}
+        # programmatic dependent launch (SM90 and later): the decode path's kernels then
+        # overlap their launches (kernels/expert_gemv.py)
+        info = device_info(self.device)
+        self.pdl = info.kind == "cuda" and info.capability[0] >= 9
 
     @classmethod
     def get(cls, device) -> "Workspace":
@@ -285,18 +290,6 @@ def _flat_routing(topk_weights, topk_ids):
     return ids, tw
 
 
-_PDL: Dict[torch.device, bool] = {}
-
-
-def _pdl(device) -> bool:
-    """Programmatic dependent launch (SM90 and later): the decode path's kernels then
-    overlap their launches (kernels/expert_gemv.py)."""
-    ok = _PDL.get(device)
-    if ok is None:
-        ok = _PDL[device] = device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 9
-    return ok
-
-
 def run_decode(kept, nf3_tier, result, x, topk_weights, topk_ids, weights_on_input):
     """At most GEMV_TOKENS tokens, both tiers in one launch per stage, straight into the
     bf16 ``result`` (no routing sort, no zero-fill)."""
@@ -307,7 +300,7 @@ def run_decode(kept, nf3_tier, result, x, topk_weights, topk_ids, weights_on_inp
     inter = (kept or nf3_tier).tier.inter
     expert_gemv.launch_decode(kept, nf3_tier, x, tw, ids, topk, ws.planes, ws.pair_inter[:pairs, :inter],
                               ws.pair_rows[:pairs], result, weights_on_input, kernel_config(m, interpret()),
-                              asm=not interpret(), pdl=_pdl(x.device))
+                              asm=not interpret(), pdl=ws.pdl)
 
 
 def run_chunk(tiers, maps, x, topk_weights, topk_ids, weights_on_input, *, result=None, add_into=None,
