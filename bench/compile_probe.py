@@ -4,6 +4,7 @@ without a GPU: layout conversions in the TTGIR, registers, spills, shared memory
 instruction counts by kind, and for each loop (a backward branch) its instructions by kind.
 Usage: python3 bench/compile_probe.py [--arch 90] [--cfg BN13=4,BK13=512,...] [--dump DIR]
        python3 bench/compile_probe.py --grouped [--cfg BM=64,BN13=64,BK13=64,BN2=128,BK2=64,warps=4,stages=3,ptx=1]
+       (add fmt=1 for an NVFP4 tier's kernels, with magic=1 or 2)
 Another Triton than the venv's (the H200 host has 3.6, the pinned stack 3.8; their code
 differs): pip download triton==3.6.0 --no-deps, unzip the wheel into DIR, then
 PYTHONPATH=DIR:overlay python3 bench/compile_probe.py ...
@@ -137,9 +138,10 @@ def grouped(a):
     cfg = dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, ptx=1)
     if a.cfg != parser_default_cfg():
         cfg.update({k: int(v) for k, v in (kv.split("=") for kv in a.cfg.split(","))})
-    words = ptx_decode.nf3_table_words(nf3.validate_codebook(None)) if cfg.get("ptx") else None
-    base = dict(FMT=expert_mlp.FMT_NF3, HAS_S2=False, WEIGHT_ON_INPUT=False, BM=cfg["BM"], DT=tl.float16, GROUP=32,
-                MAGIC=False, PTX=words)
+    fmt = cfg.get("fmt", expert_mlp.FMT_NF3)  # fmt=1: an NVFP4 tier (its tile option magic=1/2 applies)
+    words = ptx_decode.nf3_table_words(nf3.validate_codebook(None)) if cfg.get("ptx") and fmt == 0 else None
+    base = dict(FMT=fmt, HAS_S2=fmt != expert_mlp.FMT_NF3, WEIGHT_ON_INPUT=False, BM=cfg["BM"], DT=tl.float16,
+                GROUP=expert_mlp._group(fmt), MAGIC=expert_mlp.magic_scale_table(fmt, cfg), PTX=words)
     for kernel, extra in ((expert_mlp._w13_kernel, dict(BN=cfg["BN13"], BK=cfg["BK13"], SWAP=bool(cfg.get("swap13")))),
                           (expert_mlp._w2_kernel, dict(BN=cfg["BN2"], BK=cfg["BK2"], PAIR_ROWS=True,
                                                        SWAP=bool(cfg.get("swap2"))))):
