@@ -172,8 +172,8 @@ def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, st
     writing the activations still runs) the first block's weights are loaded before
     waiting for that kernel, the activations after. Partial sums stay per element and are
     reduced once at the end (a reduction across lanes every K-step would cost more than
-    the decoding). Word tensors stay in
-    the layout their loads get (no joins: regrouping them goes through shared memory)."""
+    the decoding). Word tensors stay in the layout their loads get (no joins: regrouping
+    them goes through shared memory)."""
     U: tl.constexpr = BK // 32
     r = tl.arange(0, R)
     if PAIRED:

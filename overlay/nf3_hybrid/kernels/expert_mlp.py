@@ -355,7 +355,7 @@ def _w2_kernel(
         tl.atomic_add(out_ptr + tok[None, :] * stride_om + cols[:, None], acc, mask=valid[None, :], sem="relaxed")
 
 
-def magic_scale_table(fmt: int, cfg: dict) -> int:
+def e2m1_decode_mode(fmt: int, cfg: dict) -> int:
     """How e2m1 codes become values (tile option ``magic``, chosen per batch class by the
     benchmark's sweep): 0 looked up in a table, 1 by shifts and scaled in fp32, 2 by
     shifts and scaled in fp16 — NVFP4 only (built in session 6, not yet timed on the
@@ -392,7 +392,7 @@ def launch_w13(x, w, s, s2, sorted_ids, block_expert, topk_weights, inter, val_t
         inter, inter.stride(0), val_tab, num_pairs, topk, K, inter_size,
         wp.stride(0), wp.stride(1), s.stride(0), s.stride(1),
         FMT=fmt, HAS_S2=s2 is not None, WEIGHT_ON_INPUT=weight_on_input,
-        BM=cfg["BM"], BN=bn, BK=bk, DT=_dot_dtype(fmt, dot_fp32), MAGIC=magic_scale_table(fmt, cfg),
+        BM=cfg["BM"], BN=bn, BK=bk, DT=_dot_dtype(fmt, dot_fp32), MAGIC=e2m1_decode_mode(fmt, cfg),
         PTX=ptx_words(fmt, cfg, table_words, dot_fp32), GROUP=_group(fmt), SWAP=bool(cfg.get("swap13", 0)),
         num_warps=cfg["warps"], num_stages=cfg["stages"],
     )
@@ -411,7 +411,7 @@ def launch_w2(inter, w, s, s2, sorted_ids, block_expert, topk_weights, out, val_
         out, out.stride(0), val_tab, num_pairs, topk, inter_size,
         wp.stride(0), wp.stride(1), s.stride(0), s.stride(1),
         FMT=fmt, HAS_S2=s2 is not None, WEIGHT_ON_INPUT=weight_on_input,
-        BM=cfg["BM"], BN=bn, BK=bk, DT=_dot_dtype(fmt, dot_fp32), MAGIC=magic_scale_table(fmt, cfg),
+        BM=cfg["BM"], BN=bn, BK=bk, DT=_dot_dtype(fmt, dot_fp32), MAGIC=e2m1_decode_mode(fmt, cfg),
         PTX=ptx_words(fmt, cfg, table_words, dot_fp32), PAIR_ROWS=pair_rows, GROUP=_group(fmt),
         SWAP=bool(cfg.get("swap2", 0)),
         num_warps=cfg["warps"], num_stages=cfg["stages"],
