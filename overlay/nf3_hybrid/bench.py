@@ -49,14 +49,22 @@ def time_graph(fn: Callable[[], object], iters: int = 30) -> float:
     return statistics.median(times)
 
 
-def copy_bandwidth(nbytes: int = 1 << 30) -> float:
-    """GB/s of a device-to-device copy, counting bytes read plus bytes written. Copies
-    int64 elements: a uint8 copy runs a narrow per-byte kernel and understates the
-    bandwidth (the first H200 results used it: 2.7 TB/s instead of ~4.3)."""
+def copy_bandwidths(nbytes: int = 1 << 30) -> Dict[str, float]:
+    """GB/s of a device-to-device copy, counting bytes read plus bytes written, done two
+    ways: ``memcpy`` (``Tensor.copy_`` of a contiguous tensor; in a CUDA graph a memcpy
+    node, which on the H200 moved ~2.7 TB/s, the number sessions 1-6 used as the
+    denominator) and ``kernel`` (an elementwise kernel on the SMs, ``torch.add(src, 0,
+    out=dst)``, the way the MoE kernels themselves move bytes). The larger is the copy
+    bandwidth the bench compares against. int64 elements: a uint8 copy runs a narrow
+    per-byte kernel and understates it."""
     src = torch.empty(nbytes // 8, dtype=torch.int64, device="cuda")
     dst = torch.empty_like(src)
-    us = time_graph(lambda: dst.copy_(src), iters=20)
-    return 2 * nbytes / (us * 1e-6) / 1e9
+    out = {}
+    for name, fn in (("memcpy", lambda: dst.copy_(src)), ("kernel", lambda: torch.add(src, 0, out=dst))):
+        us = time_graph(fn, iters=20)
+        out[name] = round(2 * nbytes / (us * 1e-6) / 1e9, 1)
+    del src, dst
+    return out
 
 
 def random_routing(m: int, experts: int, topk: int, seed: int):
@@ -114,8 +122,9 @@ def run(shapes, tokens=TOKENS, out_dir="bench/results", tag="h200", seed=0, log=
         stock_moe.init_single_gpu()
     dev = torch.cuda.get_device_name(0)
     cap = torch.cuda.get_device_capability(0)
-    bw = copy_bandwidth()
-    log(f"{dev} SM{cap[0]}{cap[1]}: device-to-device copy {bw:.0f} GB/s")
+    copies = copy_bandwidths()
+    bw = max(copies.values())
+    log(f"{dev} SM{cap[0]}{cap[1]}: device-to-device copy {bw:.0f} GB/s ({copies})")
     rows: List[dict] = []
     stock_backends: Dict[str, str] = {}
     for shape in shapes:
@@ -176,7 +185,8 @@ def run(shapes, tokens=TOKENS, out_dir="bench/results", tag="h200", seed=0, log=
                 log(_line(rows[-len(entries):]))
             del ours, stock, a, b, a_only, b_only, ws
             torch.cuda.empty_cache()
-    res = {"device": dev, "capability": list(cap), "copy_gbs": round(bw, 1), "stock_backends": stock_backends,
+    res = {"device": dev, "capability": list(cap), "copy_gbs": round(bw, 1), "copy_gbs_by_method": copies,
+           "stock_backends": stock_backends,
            "rows": rows, "ratios": ratios(rows), "command": " ".join(sys.argv), "date": time.strftime("%Y-%m-%d")}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -288,8 +298,9 @@ SWEEP = {
         dict(BM=32, BN13=64, BK13=128, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
         dict(BM=64, BN13=64, BK13=64, BN2=64, BK2=64, warps=4, stages=3, magic=1, ptx=1, x16=1, swap13=1,
              swap2=1),
-        # NVFP4 tiles scaled in fp16 (magic=2; built in session 6, untimed): compile_probe on
-        # Triton 3.6, NVFP4 w13 loop 677 -> 573 SASS instructions, w2 689 -> 617
+        # NVFP4 tiles scaled in fp16 (magic=2): compile_probe on Triton 3.6, NVFP4 w13 loop
+        # 677 -> 573 SASS instructions, w2 689 -> 617; H200 1-2 % faster at every size
+        # (sweep_h200_s7_magic2.json), the default since session 7
         dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1),
     ],
     "large": [
@@ -312,6 +323,10 @@ SWEEP = {
         dict(BM=128, BN13=128, BK13=64, BN2=64, BK2=64, warps=8, stages=3, magic=1, ptx=1, x16=1, swap13=1,
              swap2=1),
         dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1),
+        # session 7, dropped: the MMAs as Ampere-style mma.sync instead of warpgroup MMAs
+        # (DISABLE_MMA_V3=1, a Triton environment switch: 230 registers, w13 loop 396 -> 605
+        # SASS instructions) — 2187 / 4258 µs at 512 / 2048 tokens against 1913 / 3148
+        # (bench_moe_h200_s7_mmav2.json)
     ],
 }
 SWEEP_TOKENS = {"gemv": (1, 2, 4, 8, 16, 32, 64), "small": (1, 8, 16, 64), "mid": (256, 512, 1024), "large": (2048, 4096)}

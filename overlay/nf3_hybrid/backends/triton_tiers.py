@@ -71,10 +71,13 @@ def kernel_config(m: int, interp: bool) -> dict:
 # 7047 at 2048 / 4096 against 3704 / 7580; at 1024 tokens 64-token blocks were faster
 # (2569 µs), so the mid class ends at 768 (between the timed 512 and 1024). 128-token
 # blocks were no faster (3717-5850 µs at 2048).
+# Session 7 (sweep_h200_s7_magic2.json): NVFP4 tiles scaled in fp16 (magic=2) in mid and
+# large — 1839 / 1862 / 2186 µs at 256 / 512 / 1024 tokens against 1874 / 1905 / 2192, 3000
+# / 6210 at 2048 / 4096 against 3054 / 6274: 1-2 %, at every size.
 _GROUPED_TILES = {
     "small": dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1),
-    "mid": dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1, x16=1),
-    "large": dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1, x16=1),
+    "mid": dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1),
+    "large": dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1),
 }
 # under the interpreter (CPU tests): small tiles, float32 dots
 _INTERP_TILES = {

@@ -46,6 +46,14 @@ acquire-release atomic per program; 6-18 % slower than the separate sum kernel),
 program serving two routed pairs of one expert (each word decoded once for both tokens,
 168 registers; slower at every size, even at 64 tokens where most pairs share their
 expert).
+Session 7: the weight words and scales loaded as flat tensors and reshaped (``_rows_dot``),
+so that they arrive in the activations' layout. Loaded as 2-D tensors they had rows across
+lanes and went through shared memory every K-step — four conversions with a barrier each
+in the NF3 loop, two in the e2m1 loop (compile_probe, Triton 3.6: no shared memory left in
+either loop; e2m1 loop 514 → 460 SASS instructions, down GEMV 128 → 96 registers). H200,
+both versions in one session (bench_moe_h200_s7_gemv_{old,new}.json): tiers 3-16 %
+faster from 1 to 64 tokens (NF3 33.3 → 30.0 µs at one token, NVFP4 tier 1091 → 954 µs at
+64), the hybrid layer 268 vs 286 µs at 16 tokens, I=2048 6-9 % at every decode size.
 
 - kept tier (e2m1 words as [rows, units, 4]): the pair q (activations 2q, 2q+1) of word
   j of unit u is 32-bit word q·K/8 + 4u + j ("PUJ");
@@ -172,40 +180,48 @@ def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, st
     writing the activations still runs) the first block's weights are loaded before
     waiting for that kernel, the activations after. Partial sums stay per element and are
     reduced once at the end (a reduction across lanes every K-step would cost more than
-    the decoding). Word tensors stay in the layout their loads get (no joins: regrouping
-    them goes through shared memory)."""
+    the decoding).
+
+    Layouts: every tensor of the loop keeps units across lanes and rows (and a unit's
+    words) in registers, the layout of the activation loads, which serve all R rows. The
+    weight words and scales are loaded as flat tensors and reshaped for that: loaded as
+    2-D tensors strided along both axes, Triton gave them a layout with rows across
+    lanes, and each K-step moved them through shared memory into the activations' layout
+    (compile_probe, Triton 3.6: NF3 loop 19 → 7 shared-memory operations and barriers)."""
     U: tl.constexpr = BK // 32
-    r = tl.arange(0, R)
-    if PAIRED:
-        rows = (row0 + r // 2 + (r % 2) * up_off).to(tl.int64)
-    else:
-        rows = (row0 + r).to(tl.int64)
-    wrow = w_ptr + e.to(tl.int64) * stride_we + rows * stride_wn
-    srow = s_ptr + e.to(tl.int64) * stride_se + rows * stride_sn
     pstride = K // 8
+    wbase = w_ptr + e.to(tl.int64) * stride_we
+    sbase = s_ptr + e.to(tl.int64) * stride_se
     if FMT == 0:
-        unit = tl.arange(0, U)[None, :]
-        p = wrow[:, None] + unit * 3
+        # element i of the flat tensors: row i // U, unit i % U
+        i = tl.arange(0, R * U)
+        rows = _row_of(i // U, row0, up_off, PAIRED)
+        unit = i % U
+        p = wbase + rows * stride_wn + unit * 3
+        # one scale byte per unit; contiguity hidden so that each lane loads its own unit's
+        # byte (a vectorised load would give a thread four units, another layout)
+        q = sbase + rows * stride_sn + tl.max_contiguous(unit, 1)
         d0n = tl.load(p)
         d1n = tl.load(p + 1)
         d2n = tl.load(p + 2)
-        sbn = tl.load(srow[:, None] + unit)
+        sbn = tl.load(q)
         if PDL:
             tl.extra.cuda.gdc_wait()
+        unit2 = tl.arange(0, U)[None, :]
         acc = tl.zeros([R, U], dtype=tl.float32)
         for k0 in range(0, K, BK):
-            d0 = d0n.to(tl.uint32, bitcast=True)
-            d1 = d1n.to(tl.uint32, bitcast=True)
-            d2 = d2n.to(tl.uint32, bitcast=True)
-            sb = sbn
+            d0 = tl.reshape(d0n.to(tl.uint32, bitcast=True), [R, U])
+            d1 = tl.reshape(d1n.to(tl.uint32, bitcast=True), [R, U])
+            d2 = tl.reshape(d2n.to(tl.uint32, bitcast=True), [R, U])
+            sb = tl.reshape(sbn, [R, U])
             more = (unit + (k0 + BK) // 32) * 32 < K
             p += U * 3
             d0n = tl.load(p, mask=more)
             d1n = tl.load(p + 1, mask=more)
             d2n = tl.load(p + 2, mask=more)
-            sbn = tl.load(srow[:, None] + (unit + (k0 + BK) // 32), mask=more)
+            sbn = tl.load(q + (k0 + BK) // 32, mask=more)
             # a unit is one little-endian 96-bit number holding four 24-bit code words
-            first = vec_ptr + (k0 // 32 + unit)
+            first = vec_ptr + (k0 // 32 + unit2)
             part = _word_dots(d0, first, pstride, vtab_ptr, t0, t1, t2, t3, FMT, ASM)
             part += _word_dots((d0 >> 24) | (d1 << 8), first + K // 32, pstride, vtab_ptr, t0, t1, t2, t3,
                                FMT, ASM)
@@ -215,26 +231,69 @@ def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, st
             acc += part * _scale(sb, stab_ptr, FMT)
         return tl.sum(acc, axis=1) * _scale_unit(FMT)
     else:
-        unit = tl.arange(0, U)[None, :, None]
-        word = tl.arange(0, 4)[None, None, :]
-        p = wrow[:, None, None] + unit * 4 + word
-        # each word's group scale (NVFP4: words 0-1 and 2-3 of a unit have their own)
-        q = srow[:, None, None] + unit * (32 // GROUP) + word // (GROUP // 8)
+        # words: element i of the flat tensor is row i // 4U, unit (i // 4) % U, word i % 4
+        # (each lane's four words one 16-byte load); scales: element j is row j // U, unit
+        # j % U, its GROUP-wide scales (NVFP4: two bytes) widened to the unit's four words
+        i = tl.arange(0, R * U * 4)
+        p = wbase + _row_of(i // (4 * U), row0, up_off, PAIRED) * stride_wn + i % (4 * U)
+        j = tl.arange(0, R * U)
+        SPU: tl.constexpr = 32 // GROUP  # scales per unit
+        q = sbase + _row_of(j // U, row0, up_off, PAIRED) * stride_sn + tl.max_contiguous(j % U, 1) * SPU
         wn = tl.load(p)
-        sbn = tl.load(q)
+        sbn = _unit_scales(q, j >= 0, SPU)
         if PDL:
             tl.extra.cuda.gdc_wait()
+        unit = tl.arange(0, U)[None, :, None]
+        word = tl.arange(0, 4)[None, None, :]
         acc = tl.zeros([R, U, 4], dtype=tl.float32)
         for k0 in range(0, K, BK):
-            words = wn.to(tl.uint32, bitcast=True)
-            sb = sbn
-            more = (unit + (k0 + BK) // 32) * 32 < K
-            wn = tl.load(p + (k0 + BK) // 8, mask=more)
-            sbn = tl.load(q + (k0 + BK) // GROUP, mask=more)
+            words = tl.reshape(wn.to(tl.uint32, bitcast=True), [R, U, 4])
+            sb = _widen_unit_scales(sbn, R, U, SPU)
+            wn = tl.load(p + (k0 + BK) // 8, mask=(i // 4 % U + (k0 + BK) // 32) * 32 < K)
+            sbn = _unit_scales(q + (k0 + BK) // GROUP, (j % U + (k0 + BK) // 32) * 32 < K, SPU)
             first = vec_ptr + (k0 // 8 + unit * 4 + word)
             part = _word_dots(words, first, pstride, vtab_ptr, t0, t1, t2, t3, FMT, ASM)
             acc += part * _scale(sb, stab_ptr, FMT)
         return tl.sum(tl.sum(acc, axis=2), axis=1) * _scale_unit(FMT)
+
+
+@triton.jit
+def _row_of(r, row0, up_off, PAIRED: tl.constexpr):
+    """Weight row of tile row r: row0 + r, or with PAIRED gate row row0 + r // 2 for even r
+    and its up row (up_off further) for odd r."""
+    if PAIRED:
+        rows = row0 + r // 2 + (r % 2) * up_off
+    else:
+        rows = row0 + r
+    return rows.to(tl.int64)
+
+
+@triton.jit
+def _unit_scales(q, mask, SPU: tl.constexpr):
+    """The scale bytes of each unit at ``q`` (flat, one element per unit): one byte, or
+    with two scales per unit (NVFP4) both, as the low and high byte of one value."""
+    if SPU == 2:
+        lo = tl.load(q, mask=mask).to(tl.int32)
+        hi = tl.load(q + 1, mask=mask).to(tl.int32)
+        v = lo | (hi << 8)
+    else:
+        v = tl.load(q, mask=mask).to(tl.int32)
+    return v
+
+
+@triton.jit
+def _widen_unit_scales(v, R: tl.constexpr, U: tl.constexpr, SPU: tl.constexpr):
+    """[R, U, 4] scale bytes, one per word, from ``_unit_scales``'s flat values: words 0-1 of
+    a unit take the low byte and 2-3 the high one when there are two."""
+    v = tl.reshape(v, [R, U])
+    if SPU == 2:
+        lo = v & 0xFF
+        hi = v >> 8
+    else:
+        lo = v
+        hi = v
+    pair = tl.join(lo, hi)  # [R, U, 2]
+    return tl.interleave(pair, pair).to(tl.uint8)
 
 
 @triton.jit

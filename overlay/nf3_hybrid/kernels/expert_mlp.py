@@ -30,8 +30,8 @@ Dequantization, and what the H200 measurements taught:
   (or decoded by shifts: ``magic`` in the tile config, faster for prefill), scaled,
   interleaved. ``magic=2`` scales NVFP4 values in fp16 instead of through fp32 (both
   exact): 677 → 573 SASS instructions in the NVFP4 w13 loop on Triton 3.6 (compile_probe,
-  ``fmt=1``); built in session 6 after the device budget was spent — a sweep candidate,
-  not the default, until timed.
+  ``fmt=1``); on the H200 1-2 % faster at every prefill size (session 7,
+  sweep_h200_s7_magic2.json), the default of the mid and large tiles.
 - the group scale is decoded once per group, by arithmetic (``_scale_values``), and
   widened by interleaving it with itself. Its bytes are loaded one K-step ahead: Triton
   does not pipeline 1-byte loads, and the earlier scale load plus table lookup put two
@@ -358,8 +358,8 @@ def _w2_kernel(
 def e2m1_decode_mode(fmt: int, cfg: dict) -> int:
     """How e2m1 codes become values (tile option ``magic``, chosen per batch class by the
     benchmark's sweep): 0 looked up in a table, 1 by shifts and scaled in fp32, 2 by
-    shifts and scaled in fp16 — NVFP4 only (built in session 6, not yet timed on the
-    H200); MXFP4 takes 1 for it."""
+    shifts and scaled in fp16 — NVFP4 only (1-2 % faster for prefill on the H200); MXFP4
+    takes 1 for it."""
     if fmt == FMT_NF3:
         return 0
     magic = int(cfg.get("magic", 0))
