@@ -141,7 +141,7 @@ def grouped(a):
     fmt = cfg.get("fmt", expert_mlp.FMT_NF3)  # fmt=1: an NVFP4 tier (its tile option magic=1/2 applies)
     words = ptx_decode.nf3_table_words(nf3.validate_codebook(None)) if cfg.get("ptx") and fmt == 0 else None
     base = dict(FMT=fmt, HAS_S2=fmt != expert_mlp.FMT_NF3, WEIGHT_ON_INPUT=False, BM=cfg["BM"], DT=tl.float16,
-                GROUP=expert_mlp._group(fmt), MAGIC=expert_mlp.e2m1_decode_mode(fmt, cfg), PTX=words)
+                GROUP=expert_mlp._group(fmt), MAGIC=expert_mlp.e2m1_decode_mode(fmt, cfg), PTX=words is not None)
     for kernel, extra in ((expert_mlp._w13_kernel, dict(BN=cfg["BN13"], BK=cfg["BK13"], SWAP=bool(cfg.get("swap13")))),
                           (expert_mlp._w2_kernel, dict(BN=cfg["BN2"], BK=cfg["BK2"], PAIR_ROWS=True,
                                                        SWAP=bool(cfg.get("swap2"))))):

@@ -277,7 +277,9 @@ SWEEP = {
              # the down GEMV's last program per tile (a barrier and a gpu-scope
              # acquire-release atomic per program) 6-18 % slower
              # (bench_moe_h200_s6_gemv_stages.json): both dropped
-             # session 6, dropped: two routed pairs of one expert per program (weights read
+             # session 7 (sweep_h200_s7_gemv.json, after the flat loads): BN13=4/BK13=512,
+        # BK13=512/BK2=256, BK13=2048 and PDL at every size 1-20 % slower than these tiles
+        # session 6, dropped: two routed pairs of one expert per program (weights read
              # and decoded once for both; 168 registers) — slower at every size, 1220 against
              # 1046 µs even at 64 tokens, where ~57 % of the routed pairs find an earlier pair
              # of their expert (bench_moe_h200_s6_pair2.json): the loop is bound by issue
@@ -326,7 +328,9 @@ SWEEP = {
         # session 7, dropped: the MMAs as Ampere-style mma.sync instead of warpgroup MMAs
         # (DISABLE_MMA_V3=1, a Triton environment switch: 230 registers, w13 loop 396 -> 605
         # SASS instructions) — 2187 / 4258 µs at 512 / 2048 tokens against 1913 / 3148
-        # (bench_moe_h200_s7_mmav2.json)
+        # (bench_moe_h200_s7_mmav2.json); eight warps (the down tile then fed from registers,
+        # no 16-bit shared stores) 14-34 % slower, BN2=64/BK2=128 2 % slower
+        # (sweep_h200_s7_large8w.json)
     ],
 }
 SWEEP_TOKENS = {"gemv": (1, 2, 4, 8, 16, 32, 64), "small": (1, 8, 16, 64), "mid": (256, 512, 1024), "large": (2048, 4096)}

@@ -46,7 +46,10 @@ Dequantization, and what the H200 measurements taught:
   decodes the codes in registers instead (the decode GEMV's byte permutes): 19 layout
   conversions in the w13 loop become 1 (BM=BN=BK=64); on the H200 the hybrid layer at
   2048 tokens took 3.9 ms instead of 5.2 (bench_moe_h200_ptx_sweep.json): the default in
-  every grouped tile. (Instruction counts quoted before session 5 came from a
+  every grouped tile. Session 7: its four table words are kernel arguments instead of
+  compile-time constants — ptxas had rebuilt the table register a byte permute overwrites
+  for every code word (NF3 w13 loop 396 → 366 SASS instructions, w2 431 → 405): NF3 tier
+  4 % faster at 256-512 tokens, unchanged at 2048-4096 (bench_moe_h200_s7_ptxargs_*.json). (Instruction counts quoted before session 5 came from a
   compile_probe that did not assume the launcher's 16-divisibility of sizes and strides,
   so its loads were scalar: 541 where the kernel that runs has 390.)
 - the activations (``x16``) and the intermediate cache are fp16 already, so the loops
@@ -116,12 +119,14 @@ def _scale_values(sbits, FMT: tl.constexpr):
 
 
 @triton.jit
-def _nf3_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr,
+def _nf3_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, pt0, pt1, pt2, pt3,
               BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, PTX: tl.constexpr):
     """Dequantized W[row0:row0+BN, k0:k0+BK] (dtype DT) of NF3 expert e; ``w_ptr`` is the
-    packed tensor viewed as int32 (strides in words). ``PTX``: None (codes looked up in
-    the table in memory) or the codebook's four table words (codes decoded in registers by
-    the decode GEMV's byte permutes, kernels/ptx_decode.py)."""
+    packed tensor viewed as int32 (strides in words). ``PTX``: codes decoded in registers
+    by the decode GEMV's byte permutes (kernels/ptx_decode.py) with the codebook's four
+    table words ``pt0``-``pt3`` — kernel arguments, so registers: as compile-time
+    constants ptxas rebuilt the one a byte permute overwrites for every code word — or
+    else looked up in the table in memory."""
     G: tl.constexpr = BK // 32
     rows = (row0 + tl.arange(0, BN)).to(tl.int64)
     grp = k0 // 32 + tl.arange(0, G)
@@ -136,9 +141,9 @@ def _nf3_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr,
     w3 = (d2 >> 8) & 0xFFFFFF
     words = tl.interleave(tl.interleave(w0, w2), tl.interleave(w1, w3))  # [BN, 4G]
     s = _widen(_scale_values(sbits, 0).to(DT), 4)  # [BN, 4G]: each word's group scale
-    if PTX is not None:
+    if PTX:
         v0, v1, v2, v3, v4, v5, v6, v7 = tl.inline_asm_elementwise(
-            _NF3_VALUES_ASM, _NF3_VALUES_CONS, [words, PTX[0], PTX[1], PTX[2], PTX[3]],
+            _NF3_VALUES_ASM, _NF3_VALUES_CONS, [words, pt0, pt1, pt2, pt3],
             dtype=(tl.float16,) * 8, is_pure=True, pack=1)
         v0 = v0.to(DT) * s
         v1 = v1.to(DT) * s
@@ -196,12 +201,13 @@ def _fp4_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, FMT: tl
 
 
 @triton.jit
-def _weight_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, FMT: tl.constexpr,
-                 GROUP: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, MAGIC: tl.constexpr,
+def _weight_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, pt0, pt1, pt2, pt3,
+                 FMT: tl.constexpr, GROUP: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, MAGIC: tl.constexpr,
                  PTX: tl.constexpr):
     """``GROUP``: weights per scale, as the launcher's ``_group`` gives it."""
     if FMT == 0:
-        return _nf3_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, BN, BK, DT, PTX)
+        return _nf3_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, pt0, pt1, pt2, pt3, BN, BK, DT,
+                         PTX)
     else:
         return _fp4_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, FMT, GROUP, BN, BK, DT, MAGIC)
 
@@ -274,10 +280,10 @@ def _as_nm(acc, SWAP: tl.constexpr):
     return acc
 
 
-@triton.jit(do_not_specialize=["P", "topk"])
+@triton.jit(do_not_specialize=["P", "topk", "pt0", "pt1", "pt2", "pt3"])
 def _w13_kernel(
     x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw_ptr, inter_ptr, stride_im,
-    val_tab_ptr, P, topk, K, I,
+    val_tab_ptr, pt0, pt1, pt2, pt3, P, topk, K, I,
     stride_we, stride_wn, stride_se, stride_sn,
     FMT: tl.constexpr, HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, MAGIC: tl.constexpr, PTX: tl.constexpr,
@@ -298,11 +304,11 @@ def _w13_kernel(
         su_next = _scale_bits(s_ptr, e, I + j * BN, k0 + BK, K, stride_se, stride_sn, BN, BK, GROUP)
         kk = k0 + tl.arange(0, BK)
         xm = tl.load(x_ptr + tok[:, None] * stride_xm + kk[None, :]).to(DT)
-        wg = _weight_tile(w_ptr, sg, e, j * BN, k0, stride_we, stride_wn, val_tab_ptr, FMT, GROUP, BN, BK, DT, MAGIC,
-                          PTX)
+        wg = _weight_tile(w_ptr, sg, e, j * BN, k0, stride_we, stride_wn, val_tab_ptr, pt0, pt1, pt2, pt3, FMT, GROUP,
+                          BN, BK, DT, MAGIC, PTX)
         acc_g = _mma(acc_g, wg, xm, SWAP)
-        wu = _weight_tile(w_ptr, su, e, I + j * BN, k0, stride_we, stride_wn, val_tab_ptr, FMT, GROUP, BN, BK, DT,
-                          MAGIC, PTX)
+        wu = _weight_tile(w_ptr, su, e, I + j * BN, k0, stride_we, stride_wn, val_tab_ptr, pt0, pt1, pt2, pt3, FMT,
+                          GROUP, BN, BK, DT, MAGIC, PTX)
         acc_u = _mma(acc_u, wu, xm, SWAP)
     acc_g = _as_nm(acc_g, SWAP)
     acc_u = _as_nm(acc_u, SWAP)
@@ -318,10 +324,10 @@ def _w13_kernel(
     tl.store(inter_ptr + slots[None, :] * stride_im + cols[:, None], h.to(inter_ptr.dtype.element_ty))
 
 
-@triton.jit(do_not_specialize=["P", "topk"])
+@triton.jit(do_not_specialize=["P", "topk", "pt0", "pt1", "pt2", "pt3"])
 def _w2_kernel(
     inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw_ptr, out_ptr, stride_om,
-    val_tab_ptr, P, topk, K,
+    val_tab_ptr, pt0, pt1, pt2, pt3, P, topk, K,
     stride_we, stride_wn, stride_se, stride_sn,
     FMT: tl.constexpr, HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, MAGIC: tl.constexpr, PTX: tl.constexpr,
@@ -337,8 +343,8 @@ def _w2_kernel(
         s_next = _scale_bits(s_ptr, e, j * BN, k0 + BK, K, stride_se, stride_sn, BN, BK, GROUP)
         kk = k0 + tl.arange(0, BK)
         hm = tl.load(inter_ptr + slots[:, None] * stride_im + kk[None, :]).to(DT)
-        w = _weight_tile(w_ptr, sb, e, j * BN, k0, stride_we, stride_wn, val_tab_ptr, FMT, GROUP, BN, BK, DT, MAGIC,
-                         PTX)
+        w = _weight_tile(w_ptr, sb, e, j * BN, k0, stride_we, stride_wn, val_tab_ptr, pt0, pt1, pt2, pt3, FMT, GROUP,
+                         BN, BK, DT, MAGIC, PTX)
         acc = _mma(acc, w, hm, SWAP)
     acc = _as_nm(acc, SWAP)
     if HAS_S2:
@@ -367,7 +373,7 @@ def e2m1_decode_mode(fmt: int, cfg: dict) -> int:
 
 
 def ptx_words(fmt: int, cfg: dict, table_words, dot_fp32: bool):
-    """The NF3 tile's ``PTX`` argument: the codebook's table words when the tile config
+    """The NF3 tile's table words (kernel arguments ``pt0``-``pt3``) when the tile config
     asks for in-register decoding (``ptx``; not under the interpreter, which has no inline
     assembly), else None."""
     if fmt != FMT_NF3 or dot_fp32 or not cfg.get("ptx", 0) or table_words is None:
@@ -387,13 +393,14 @@ def launch_w13(x, w, s, s2, sorted_ids, block_expert, topk_weights, inter, val_t
     K = x.shape[1]
     bk, bn = fit_tile(K, cfg["BK13"]), fit_tile(inter_size, cfg["BN13"])
     wp = _packed(w, fmt)
+    words = ptx_words(fmt, cfg, table_words, dot_fp32)
     _w13_kernel[(block_expert.numel(), inter_size // bn)](
         x, x.stride(0), wp, s, s2 if s2 is not None else s, sorted_ids, block_expert, topk_weights,
-        inter, inter.stride(0), val_tab, num_pairs, topk, K, inter_size,
+        inter, inter.stride(0), val_tab, *(words or (0, 0, 0, 0)), num_pairs, topk, K, inter_size,
         wp.stride(0), wp.stride(1), s.stride(0), s.stride(1),
         FMT=fmt, HAS_S2=s2 is not None, WEIGHT_ON_INPUT=weight_on_input,
         BM=cfg["BM"], BN=bn, BK=bk, DT=_dot_dtype(fmt, dot_fp32), MAGIC=e2m1_decode_mode(fmt, cfg),
-        PTX=ptx_words(fmt, cfg, table_words, dot_fp32), GROUP=_group(fmt), SWAP=bool(cfg.get("swap13", 0)),
+        PTX=words is not None, GROUP=_group(fmt), SWAP=bool(cfg.get("swap13", 0)),
         num_warps=cfg["warps"], num_stages=cfg["stages"],
     )
 
@@ -406,13 +413,14 @@ def launch_w2(inter, w, s, s2, sorted_ids, block_expert, topk_weights, out, val_
     N = out.shape[1]
     bk, bn = fit_tile(inter_size, cfg["BK2"]), fit_tile(N, cfg["BN2"])
     wp = _packed(w, fmt)
+    words = ptx_words(fmt, cfg, table_words, dot_fp32)
     _w2_kernel[(block_expert.numel(), N // bn)](
         inter, inter.stride(0), wp, s, s2 if s2 is not None else s, sorted_ids, block_expert, topk_weights,
-        out, out.stride(0), val_tab, num_pairs, topk, inter_size,
+        out, out.stride(0), val_tab, *(words or (0, 0, 0, 0)), num_pairs, topk, inter_size,
         wp.stride(0), wp.stride(1), s.stride(0), s.stride(1),
         FMT=fmt, HAS_S2=s2 is not None, WEIGHT_ON_INPUT=weight_on_input,
         BM=cfg["BM"], BN=bn, BK=bk, DT=_dot_dtype(fmt, dot_fp32), MAGIC=e2m1_decode_mode(fmt, cfg),
-        PTX=ptx_words(fmt, cfg, table_words, dot_fp32), PAIR_ROWS=pair_rows, GROUP=_group(fmt),
+        PTX=words is not None, PAIR_ROWS=pair_rows, GROUP=_group(fmt),
         SWAP=bool(cfg.get("swap2", 0)),
         num_warps=cfg["warps"], num_stages=cfg["stages"],
     )
