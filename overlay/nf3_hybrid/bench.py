@@ -277,13 +277,16 @@ SWEEP = {
              # the down GEMV's last program per tile (a barrier and a gpu-scope
              # acquire-release atomic per program) 6-18 % slower
              # (bench_moe_h200_s6_gemv_stages.json): both dropped
-             # session 7 (sweep_h200_s7_gemv.json, after the flat loads): BN13=4/BK13=512,
-        # BK13=512/BK2=256, BK13=2048 and PDL at every size 1-20 % slower than these tiles
-        # session 6, dropped: two routed pairs of one expert per program (weights read
+             # session 6, dropped: two routed pairs of one expert per program (weights read
              # and decoded once for both; 168 registers) — slower at every size, 1220 against
              # 1046 µs even at 64 tokens, where ~57 % of the routed pairs find an earlier pair
              # of their expert (bench_moe_h200_s6_pair2.json): the loop is bound by issue
              # and latency, not by the weight bytes
+             # session 7 (sweep_h200_s7_gemv.json, after the flat loads): BN13=4/BK13=512,
+             # BK13=512/BK2=256, BK13=2048 and PDL at every size 1-20 % slower than these
+             # tiles; dropped: the activations loaded a K-step ahead like the weights (tile
+             # option xpf, +16 registers a lane) 5-7 % slower at 1-64 tokens, with 512-wide
+             # gate/up steps (80 registers) 7-15 % slower (sweep_h200_s7_xpf.json)
              dict(BN13=2, BK13=1024, BN2=4, BK2=512, warps=1),
              # the four decode launches chained by programmatic dependent launch (default:
              # up to 8 tokens, from SM90) against plain launches (bench_moe_h200_s6_pdl.json)
