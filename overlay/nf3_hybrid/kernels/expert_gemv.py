@@ -48,8 +48,8 @@ program serving two routed pairs of one expert (each word decoded once for both 
 expert).
 Session 7: the weight words and scales loaded as flat tensors and reshaped (``_rows_dot``),
 so that they arrive in the activations' layout. Loaded as 2-D tensors they had rows across
-lanes and went through shared memory every K-step — four conversions with a barrier each
-in the NF3 loop, two in the e2m1 loop (compile_probe, Triton 3.6: no shared memory left in
+lanes and went through shared memory every K-step — five conversions with a barrier each
+in the NF3 loop (code words and scales), two in the e2m1 loop (compile_probe, Triton 3.6: no shared memory left in
 either loop; e2m1 loop 514 → 460 SASS instructions, down GEMV 128 → 96 registers). H200,
 both versions in one session (bench_moe_h200_s7_gemv_{old,new}.json): tiers 3-16 %
 faster from 1 to 64 tokens (NF3 33.3 → 30.0 µs at one token, NVFP4 tier 1091 → 954 µs at
@@ -187,7 +187,8 @@ def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, st
     weight words and scales are loaded as flat tensors and reshaped for that: loaded as
     2-D tensors strided along both axes, Triton gave them a layout with rows across
     lanes, and each K-step moved them through shared memory into the activations' layout
-    (compile_probe, Triton 3.6: NF3 loop 19 → 7 shared-memory operations and barriers)."""
+    (compile_probe, Triton 3.6: shared-memory operations and barriers per loop 19 → 0
+    for NF3, 14 → 0 for e2m1)."""
     U: tl.constexpr = BK // 32
     pstride = K // 8
     wbase = w_ptr + e.to(tl.int64) * stride_we
