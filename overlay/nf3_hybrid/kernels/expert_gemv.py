@@ -49,8 +49,9 @@ expert).
 Session 7: the weight words and scales loaded as flat tensors and reshaped (``_rows_dot``),
 so that they arrive in the activations' layout. Loaded as 2-D tensors they had rows across
 lanes and went through shared memory every K-step — five conversions with a barrier each
-in the NF3 loop (code words and scales), two in the e2m1 loop (compile_probe, Triton 3.6: no shared memory left in
-either loop; e2m1 loop 514 → 460 SASS instructions, down GEMV 128 → 96 registers). H200,
+in the NF3 loop (code words and scales), two in the e2m1 loop (compile_probe, Triton 3.6:
+no shared memory left in either loop; e2m1 loop 514 → 460 SASS instructions, down GEMV
+128 → 96 registers). H200,
 both versions in one session (bench_moe_h200_s7_gemv_{old,new}.json): tiers 3-16 %
 faster from 1 to 64 tokens (NF3 33.3 → 30.0 µs at one token, NVFP4 tier 1091 → 954 µs at
 64), the hybrid layer 268 vs 286 µs at 16 tokens, I=2048 6-9 % at every decode size.
