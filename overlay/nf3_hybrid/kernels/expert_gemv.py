@@ -51,10 +51,10 @@ so that they arrive in the activations' layout. Loaded as 2-D tensors they had r
 lanes and went through shared memory every K-step — five conversions with a barrier each
 in the NF3 loop (code words and scales), two in the e2m1 loop (compile_probe, Triton 3.6:
 no shared memory left in either loop; e2m1 loop 514 → 460 SASS instructions, down GEMV
-128 → 96 registers). H200,
-both versions in one session (bench_moe_h200_s7_gemv_{old,new}.json): tiers 3-16 %
-faster from 1 to 64 tokens (NF3 33.3 → 30.0 µs at one token, NVFP4 tier 1091 → 954 µs at
-64), the hybrid layer 268 vs 286 µs at 16 tokens, I=2048 6-9 % at every decode size.
+128 → 96 registers). H200, both versions in one session
+(bench_moe_h200_s7_gemv_{old,new}.json): tiers 3-16 % faster from 1 to 64 tokens (NF3
+33.3 → 30.0 µs at one token, NVFP4 tier 1091 → 954 µs at 64), the hybrid layer 268 vs 286
+µs at 16 tokens, I=2048 6-9 % at every decode size.
 
 - kept tier (e2m1 words as [rows, units, 4]): the pair q (activations 2q, 2q+1) of word
   j of unit u is 32-bit word q·K/8 + 4u + j ("PUJ");
@@ -242,7 +242,7 @@ def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, st
         SPU: tl.constexpr = 32 // GROUP  # scales per unit
         q = sbase + _row_of(j // U, row0, up_off, PAIRED) * stride_sn + tl.max_contiguous(j % U, 1) * SPU
         wn = tl.load(p)
-        sbn = _unit_scales(q, j >= 0, SPU)
+        sbn = _unit_scales(q, None, SPU)
         if PDL:
             tl.extra.cuda.gdc_wait()
         unit = tl.arange(0, U)[None, :, None]
@@ -273,7 +273,8 @@ def _row_of(r, row0, up_off, PAIRED: tl.constexpr):
 @triton.jit
 def _unit_scales(q, mask, SPU: tl.constexpr):
     """The scale bytes of each unit at ``q`` (flat, one element per unit): one byte, or
-    with two scales per unit (NVFP4) both, as the low and high byte of one value."""
+    with two scales per unit (NVFP4) both, as the low and high byte of one value.
+    ``mask``: None to load them all."""
     if SPU == 2:
         lo = tl.load(q, mask=mask).to(tl.int32)
         hi = tl.load(q + 1, mask=mask).to(tl.int32)

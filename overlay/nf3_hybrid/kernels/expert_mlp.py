@@ -49,7 +49,8 @@ Dequantization, and what the H200 measurements taught:
   every grouped tile. Session 7: its four table words are kernel arguments instead of
   compile-time constants — ptxas had rebuilt the table register a byte permute overwrites
   for every code word (NF3 w13 loop 396 → 366 SASS instructions, w2 431 → 405): NF3 tier
-  4 % faster at 256-512 tokens, unchanged at 2048-4096 (bench_moe_h200_s7_ptxargs_*.json). (Instruction counts quoted before session 5 came from a
+  4 % faster at 256-512 tokens, unchanged at 2048-4096 (bench_moe_h200_s7_ptxargs_*.json).
+  (Instruction counts quoted before session 5 came from a
   compile_probe that did not assume the launcher's 16-divisibility of sizes and strides,
   so its loads were scalar: 541 where the kernel that runs has 390.)
 - the activations (``x16``) and the intermediate cache are fp16 already, so the loops
@@ -202,7 +203,8 @@ def _fp4_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, FMT: tl
 
 @triton.jit
 def _weight_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, pt0, pt1, pt2, pt3,
-                 FMT: tl.constexpr, GROUP: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, MAGIC: tl.constexpr,
+                 FMT: tl.constexpr, GROUP: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr,
+                 MAGIC: tl.constexpr,
                  PTX: tl.constexpr):
     """``GROUP``: weights per scale, as the launcher's ``_group`` gives it."""
     if FMT == 0:
