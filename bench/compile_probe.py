@@ -4,7 +4,7 @@ without a GPU: layout conversions in the TTGIR, registers, spills, shared memory
 instruction counts by kind, and for each loop (a backward branch) its instructions by kind.
 Usage: python3 bench/compile_probe.py [--arch 90] [--cfg BN13=4,BK13=512,...] [--dump DIR]
        python3 bench/compile_probe.py --grouped [--cfg BM=64,BN13=64,BK13=64,BN2=128,BK2=64,warps=4,stages=3,ptx=1]
-       (add fmt=1 for an NVFP4 tier's kernels, with magic=1 or 2)
+       (add fmt=1 for an NVFP4 tier's kernels, with magic=1 or 2, or ptx4=1)
 Another Triton than the venv's (the H200 host has 3.6, the pinned stack 3.8; their code
 differs): pip download triton==3.6.0 --no-deps, unzip the wheel into DIR, then
 PYTHONPATH=DIR:overlay python3 bench/compile_probe.py ...
@@ -33,7 +33,7 @@ TIER = ("map", "w", "s", "s2", "swe", "swn", "sse", "ssn", "vtab", "stab")
 TYPES = {"map": "*i32", "w": "*i32", "s": "*u8", "s2": "*fp32", "vtab": "*fp16", "stab": "*fp16"}
 
 
-def signature(kernel, consts, x_type="*bf16"):
+def signature(kernel, consts, x_type="*bf16", w_type="*i32"):
     sig = {}
     for name in kernel.arg_names:
         if name in consts:
@@ -43,7 +43,7 @@ def signature(kernel, consts, x_type="*bf16"):
         if name.endswith("_ptr"):
             sig[name] = {"xa_ptr": "*i32", "xb_ptr": "*i32",
                          "h_ptr": "*i32" if kernel.__name__ == "_gemv2_kernel" else "*fp16", "ids_ptr": "*i32", "tw_ptr": "*fp32",
-                         "y_ptr": "*fp32", "x_ptr": x_type, "w_ptr": "*i32", "s_ptr": "*u8", "s2_ptr": "*fp32",
+                         "y_ptr": "*fp32", "x_ptr": x_type, "w_ptr": w_type, "s_ptr": "*u8", "s2_ptr": "*fp32",
                          "sorted_ptr": "*i32", "bexp_ptr": "*i32", "inter_ptr": "*fp16", "out_ptr": "*fp32",
                          "val_tab_ptr": "*fp16", "scale_tab_ptr": "*fp16"}[name]
         elif name[:2] in ("a_", "b_") and tail in TYPES:
@@ -87,8 +87,10 @@ def loops(sass: str):
 _OP = r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)"
 
 
-def probe(kernel, consts, arch, warps, dump=None, stages=None, x_type="*bf16", maxnreg=None):
-    sig = signature(kernel, consts, x_type)
+def probe(kernel, consts, arch, warps, dump=None, stages=None, x_type="*bf16", maxnreg=None, w_type="*i32"):
+    """``w_type``: the packed weights' pointer type (int32 words: NF3, or e2m1 decoded in
+    registers; bytes otherwise)."""
+    sig = signature(kernel, consts, x_type, w_type)
     src = ASTSource(kernel, sig, constexprs={(kernel.arg_names.index(k),): v for k, v in consts.items()},
                     attrs=launch_attrs(kernel, sig))
     opts = dict(num_warps=warps) if stages is None else dict(num_warps=warps, num_stages=stages)
@@ -139,14 +141,14 @@ def grouped(a):
     if a.cfg != parser_default_cfg():
         cfg.update({k: int(v) for k, v in (kv.split("=") for kv in a.cfg.split(","))})
     fmt = cfg.get("fmt", expert_mlp.FMT_NF3)  # fmt=1: an NVFP4 tier (its tile option magic=1/2 applies)
-    words = ptx_decode.nf3_table_words(nf3.validate_codebook(None)) if cfg.get("ptx") and fmt == 0 else None
+    words = expert_mlp.ptx_words(fmt, cfg, ptx_decode.nf3_table_words(nf3.validate_codebook(None)), False)
     base = dict(FMT=fmt, HAS_S2=fmt != expert_mlp.FMT_NF3, WEIGHT_ON_INPUT=False, BM=cfg["BM"], DT=tl.float16,
                 GROUP=expert_mlp._group(fmt), MAGIC=expert_mlp.e2m1_decode_mode(fmt, cfg), PTX=words is not None)
     for kernel, extra in ((expert_mlp._w13_kernel, dict(BN=cfg["BN13"], BK=cfg["BK13"], SWAP=bool(cfg.get("swap13")))),
                           (expert_mlp._w2_kernel, dict(BN=cfg["BN2"], BK=cfg["BK2"], PAIR_ROWS=True,
                                                        SWAP=bool(cfg.get("swap2"))))):
         r = probe(kernel, dict(base, **extra), a.arch, cfg["warps"], a.dump, cfg["stages"],
-                  "*fp16" if cfg.get("x16") else "*bf16")
+                  "*fp16" if cfg.get("x16") else "*bf16", w_type="*i32" if fmt == 0 or words else "*u8")
         print(kernel.__name__, r)
 
 

@@ -290,11 +290,17 @@ SWEEP = {
              dict(BN13=2, BK13=1024, BN2=4, BK2=512, warps=1),
              # the four decode launches chained by programmatic dependent launch (default:
              # up to 8 tokens, from SM90) against plain launches (bench_moe_h200_s6_pdl.json)
+             # session 8 (sweep_h200_s8_pf.json, nibble layout): the next two K-blocks in
+             # flight (+38 registers; code not kept) and BN13=1/BN2=4 2-10 % slower from two
+             # tokens on
              dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1, pdl=0)],
     "small": [
         dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1),
         dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, magic=1, ptx=1),
         dict(BM=16, BN13=32, BK13=256, BN2=64, BK2=256, warps=4, stages=2, ptx=1),
+        # session 8: NVFP4 tiles decoded by the byte-permute block (ptx4), the default in
+        # every grouped class (sweep_h200_s8_ptx4.json)
+        dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1, ptx4=1),
     ],
     "mid": [
         dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
@@ -307,6 +313,7 @@ SWEEP = {
         # 677 -> 573 SASS instructions, w2 689 -> 617; H200 1-2 % faster at every size
         # (sweep_h200_s7_magic2.json), the default since session 7
         dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1),
+        dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1),
     ],
     "large": [
         dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
@@ -328,6 +335,7 @@ SWEEP = {
         dict(BM=128, BN13=128, BK13=64, BN2=64, BK2=64, warps=8, stages=3, magic=1, ptx=1, x16=1, swap13=1,
              swap2=1),
         dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1),
+        dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1),
         # session 7, dropped: the MMAs as Ampere-style mma.sync instead of warpgroup MMAs
         # (DISABLE_MMA_V3=1, a Triton environment switch: 230 registers, w13 loop 396 -> 605
         # SASS instructions) — 2187 / 4258 µs at 512 / 2048 tokens against 1913 / 3148

@@ -352,3 +352,53 @@ def test_nf3_tiles_decoded_in_registers_on_gpu(monkeypatch, cls, tokens):
         errs[m] = (rel(got[0], want), rel(got[1], want), rel(got[1], got[0]))
     print(cls, errs)
     assert all(e[1] < TOL and e[2] < TOL for e in errs.values()), errs
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cls,tokens", [("small", (5, 64)), ("mid", (65, 300)), ("large", (769, 2048))])
+def test_nvfp4_tiles_decoded_in_registers_on_gpu(monkeypatch, cls, tokens):
+    """The grouped path's NVFP4 tile decoded by the byte-permute PTX block (tile option
+    ``ptx4``; GPU only: the interpreter has no inline assembly) gives the bits of the
+    shift decoding scaled in fp16 (``magic=2``): the same exact values and products in the
+    same order — and the reference's result."""
+    if DEV != "cuda":
+        pytest.skip("inline PTX needs the GPU")
+    from nf3_hybrid.backends import executor, triton_tiers
+
+    monkeypatch.setattr(executor, "GEMV_TOKENS", 0)
+    ref, tri, ws = build("nvfp4", 24, 64, 1024, 512, 2048, 8, seed=19)
+    classes = {c: triton_tiers.grouped_config(m, False) for c, m in (("small", 1), ("mid", 500), ("large", 2000))}
+    assert all(triton_tiers.grouped_class(m) == cls for m in tokens)
+    for m in tokens:
+        w, ids = routing(m, 64, 8, seed=m + 1, device=DEV)
+        x = (torch.randn(m, 1024, device=DEV) * 2).to(torch.bfloat16)
+        got = {}
+        for opts in (dict(magic=2, ptx4=0), dict(magic=0, ptx4=1)):
+            monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", {**classes, cls: dict(classes[cls], **opts)})
+            poison(ws)
+            got[opts["ptx4"]] = tri.forward(x, w, ids)
+        assert torch.equal(got[0], got[1]), (cls, m, rel(got[1], got[0]))
+        assert rel(got[1], ref.forward(x, w, ids)) < TOL, (cls, m)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m", [100, 700, 2500])
+def test_tiers_on_two_streams_give_the_one_stream_bits(monkeypatch, m):
+    """The grouped path runs the kept tier on a side stream beside the NF3 tier
+    (``CONCURRENT_TIERS``): the same bits as one after the other, for every grouped class
+    and across chunks (2500 tokens: two passes)."""
+    if DEV != "cuda":
+        pytest.skip("streams need the GPU")
+    from nf3_hybrid.backends import triton_tiers
+
+    got = {}
+    for on in (False, True):
+        monkeypatch.setattr(triton_tiers, "CONCURRENT_TIERS", on)
+        ref, tri, ws = build("nvfp4", 16, 64, 1024, 512, 2500, 8, seed=23)
+        assert (ws.side is not None) == on
+        w, ids = routing(m, 64, 8, seed=m, device=DEV)
+        x = (torch.randn(m, 1024, generator=torch.Generator().manual_seed(m)) * 2).to(torch.bfloat16).to(DEV)
+        poison(ws)
+        got[on] = tri.forward(x, w, ids)
+    assert torch.equal(got[False], got[True]), rel(got[True], got[False])
+    assert rel(got[True], ref.forward(x, w, ids)) < TOL

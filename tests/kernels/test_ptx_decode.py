@@ -6,7 +6,7 @@ import re
 import pytest
 import torch
 
-from nf3_hybrid.formats import e2m1, nf3
+from nf3_hybrid.formats import e2m1, nf3, nf3_nibble
 from nf3_hybrid.kernels import ptx_decode
 
 
@@ -15,20 +15,26 @@ def _fp16_values(bits):
 
 
 @pytest.mark.parametrize("codebook", [None, (-1.3, -0.7, -0.31, -0.05, 0.02, 0.4, 0.77, 2.5)])
-def test_nf3_words_decode_to_the_codebook(codebook):
+def test_nf3_groups_decode_to_the_codebook(codebook):
+    """The group block (decode GEMV) on the nibble layout of codes packed like a
+    checkpoint's, and the one-word values block (grouped tiles) on its three stored words,
+    whose nibbles' top bits hold the fourth word's codes and must be ignored."""
     levels = nf3.validate_codebook(codebook)
     words = ptx_decode.nf3_table_words(levels)
     gen = torch.Generator().manual_seed(0)
     codes = torch.randint(0, 8, (64, 32), generator=gen)
-    packed = nf3.pack(codes)  # [64, 12] bytes: four 24-bit words per row
+    nib = nf3_nibble.from_packed(nf3.pack(codes))  # [64, 12] bytes: three 32-bit words per row
     want = torch.tensor(levels, dtype=torch.float32).half().float()[codes]
     for r in range(codes.shape[0]):
-        for j in range(4):
-            b = packed[r, 3 * j: 3 * j + 3].tolist()
-            # the kernel hands over 32 bits whose top byte belongs to the next word
-            word = b[0] | (b[1] << 8) | (b[2] << 16) | (int(torch.randint(0, 256, (1,), generator=gen)) << 24)
-            got = _fp16_values(ptx_decode.emulate("nf3", word, words))
-            assert torch.equal(got, want[r, 8 * j: 8 * j + 8]), (r, j, got, want[r, 8 * j: 8 * j + 8])
+        abc = [int.from_bytes(bytes(nib[r, 4 * j: 4 * j + 4].tolist()), "little") for j in range(3)]
+        got = _fp16_values(ptx_decode.emulate_nf3_group(abc, words))
+        assert torch.equal(got, want[r]), (r, got, want[r])
+        for j in range(3):
+            got = _fp16_values(ptx_decode.emulate("nf3", abc[j], words))
+            assert torch.equal(got, want[r, 8 * j: 8 * j + 8]), (r, j)
+    # the fourth word's codes really are in the top bits: the test above would not see a
+    # block that ignored them if they were all zero
+    assert int((nib & 0x88).count_nonzero()) > 0
 
 
 def test_e2m1_words_decode_like_the_format():
@@ -44,7 +50,7 @@ def test_e2m1_words_decode_like_the_format():
 
 
 def test_rendered_ptx_uses_each_operand():
-    for asm, cons in ((ptx_decode.NF3_DOT_ASM, ptx_decode.NF3_DOT_CONSTRAINTS),
+    for asm, cons in ((ptx_decode.NF3_UNIT_DOT_ASM, ptx_decode.NF3_UNIT_DOT_CONSTRAINTS),
                       (ptx_decode.E2M1_DOT_ASM, ptx_decode.E2M1_DOT_CONSTRAINTS)):
         n = len(cons.split(","))
         used = {int(m) for m in re.findall(r"\$(\d+)", asm)}
@@ -67,6 +73,10 @@ def test_grouped_tile_asks_for_registers_only_where_it_can():
     assert ptx_words(FMT_NF3, {}, words, dot_fp32=False) is None  # the measured default: table lookups
     assert ptx_words(FMT_NF3, {"ptx": 1}, words, dot_fp32=True) is None  # interpreter: no inline assembly
     assert ptx_words(FMT_NVFP4, {"ptx": 1}, None, dot_fp32=False) is None
+    assert ptx_words(FMT_NVFP4, {"ptx4": 1}, None, dot_fp32=False) == tuple(ptx_decode.E2M1_TABLE_WORDS) + (0,)
+    assert ptx_words(FMT_NVFP4, {"ptx4": 1}, None, dot_fp32=True) is None
     # the values variant renders the same instruction list, returning the eight halves
     used = {int(m) for m in re.findall(r"\$(\d+)", ptx_decode.NF3_VALUES_ASM)}
     assert used == set(range(13)) and ptx_decode.NF3_VALUES_CONSTRAINTS.count("=h") == 8
+    used = {int(m) for m in re.findall(r"\$(\d+)", ptx_decode.E2M1_VALUES_ASM)}
+    assert used == set(range(12)) and ptx_decode.E2M1_VALUES_CONSTRAINTS.count("=h") == 8

@@ -81,9 +81,9 @@ def nf3_inputs(tier: TierWeights) -> Dict[str, torch.Tensor]:
     def up_gate(t):
         return torch.cat([t[:, half:], t[:, :half]], dim=1)
 
-    return dict(w13_codes=up_gate(nf3.unpack(tier.w13)).contiguous(),
+    return dict(w13_codes=up_gate(nf3.unpack(tier.nf3_packed(tier.w13))).contiguous(),
                 w13_scale=up_gate(tier.w13_scale.float()).contiguous(),
-                w2_codes=nf3.unpack(tier.w2).contiguous(),
+                w2_codes=nf3.unpack(tier.nf3_packed(tier.w2)).contiguous(),
                 w2_scale=tier.w2_scale.float().contiguous())
 
 

@@ -31,6 +31,22 @@ class TierWeights:
     w13_scale_2: Optional[torch.Tensor] = None  # nvfp4: fp32 [n, 2] (gate, up)
     w2_scale_2: Optional[torch.Tensor] = None  # nvfp4: fp32 [n]
     codebook: Optional[Tuple[float, ...]] = None  # nf3
+    # nf3: "packed" (the checkpoint's 24-bit words) or "nibble" (formats/nf3_nibble.py),
+    # which the Triton backend rewrites w13 / w2 into, in place, when it takes the tier
+    code_layout: str = "packed"
+
+    def __post_init__(self):
+        # a tensor rewritten earlier (by another TierWeights over the same storage) says so
+        self.code_layout = getattr(self.w13, "nf3_code_layout", self.code_layout)
+
+    def nf3_packed(self, t: torch.Tensor) -> torch.Tensor:
+        """An NF3 code tensor of this tier (or a slice of one) in the checkpoint's packing,
+        whatever layout the tier holds (a converted copy for "nibble")."""
+        if self.code_layout == "packed":
+            return t
+        from ..formats import nf3_nibble
+
+        return nf3_nibble.to_packed(t)
 
     @property
     def device(self) -> torch.device:

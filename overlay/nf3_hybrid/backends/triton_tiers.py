@@ -14,7 +14,7 @@ from typing import Dict, Optional
 
 import torch
 
-from ..formats import e2m1, nf3
+from ..formats import e2m1, nf3, nf3_nibble
 from ..kernels import align, expert_gemv, expert_mlp, interpret, pair_sum, ptx_decode
 from .base import MXFP4, NF3, NVFP4, TierBackend, TierWeights
 from .select import device_info
@@ -30,6 +30,12 @@ CHUNK_TOKENS = 2048
 # 32 / 64 tokens (bench_moe_h200_grouped_decode.json)
 GEMV_TOKENS = 64
 DECODE_TOKENS = 64
+# the grouped path runs the kept tier's two GEMMs on a second CUDA stream, beside the NF3
+# tier's (each tier's launch covers every expert block and most of them exit at once: on
+# its own, the 64-expert tier's w13 fills less than one wave of the GPU). H200, off / on
+# in one session (bench_moe_h200_s8_streams{0,1}.json): I=512 3-8 % faster from 128 to
+# 4096 tokens, I=2048 1.5-1.8 %; it costs a second region of the intermediate cache.
+CONCURRENT_TIERS = True
 # set by the benchmark's config sweep only
 CONFIG_OVERRIDE: Optional[dict] = None
 
@@ -74,10 +80,15 @@ def kernel_config(m: int, interp: bool) -> dict:
 # Session 7 (sweep_h200_s7_magic2.json): NVFP4 tiles scaled in fp16 (magic=2) in mid and
 # large — 1839 / 1862 / 2186 µs at 256 / 512 / 1024 tokens against 1874 / 1905 / 2192, 3000
 # / 6210 at 2048 / 4096 against 3054 / 6274: 1-2 %, at every size.
+# Session 8 (sweep_h200_s8_ptx4.json): NVFP4 tiles decoded by the GEMV's byte-permute PTX
+# block (ptx4; the same bits as magic=2, which MXFP4 tiles keep using as magic=1) — w13
+# loop 590 → 337 SASS instructions (compile_probe, Triton 3.6); 643 / 838 / 1515 µs at
+# 8 / 16 / 64 tokens in the small tiles against 818 / 977 / 1684, 1724 / 1736 at 256 / 512
+# against 1790 / 1820, 2901 / 5993 at 2048 / 4096 against 2964 / 6109.
 _GROUPED_TILES = {
-    "small": dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1),
-    "mid": dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1),
-    "large": dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1),
+    "small": dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1, ptx4=1),
+    "mid": dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1),
+    "large": dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1),
 }
 # under the interpreter (CPU tests): small tiles, float32 dots
 _INTERP_TILES = {
@@ -132,6 +143,11 @@ class Workspace:
         # overlap their launches (kernels/expert_gemv.py)
         info = device_info(self.device)
         self.pdl = info.kind == "cuda" and info.capability[0] >= 9
+        # grouped path, two tiers: the side stream and the events that fork and join it
+        self.side = None
+        if info.kind == "cuda" and CONCURRENT_TIERS:
+            self.side = torch.cuda.Stream(self.device)
+            self.fork, self.join = torch.cuda.Event(), torch.cuda.Event()
 
     @classmethod
     def get(cls, device) -> "Workspace":
@@ -173,8 +189,11 @@ class Workspace:
         # both paths: one fp32 output row per routed pair, summed per token in slot order
         self.pair_rows = torch.empty((pairs, self.hidden), dtype=torch.float32, device=d)
         # held in the tiers' dot operand type (fp16; bf16 for MXFP4 through a view of the same
-        # bytes), so the down GEMM reads it as it is instead of converting every element
-        self.inter_cache = torch.empty((cap, self.inter), dtype=torch.float16, device=d)
+        # bytes), so the down GEMM reads it as it is instead of converting every element;
+        # one region per tier when the tiers run concurrently
+        self.inter_slots = cap
+        regions = 2 if self.side is not None else 1
+        self.inter_cache = torch.empty((regions * cap, self.inter), dtype=torch.float16, device=d)
         self.x16 = None  # tile option x16 only: see fp16_activations
         return True
 
@@ -210,6 +229,21 @@ def _e8m0_table():
     return [2.0 ** (i - 127) if i < 255 else 0.0 for i in range(256)]
 
 
+def _to_nibble_layout(tier: TierWeights) -> None:
+    """The kernels read NF3 codes in nibble layout (formats/nf3_nibble.py: fewer integer
+    instructions per code, measured faster on the H200). Rewritten in place — same bytes,
+    no second copy of the tier — once; ``tier.code_layout`` tells every other reader."""
+    if tier.code_layout == "nibble" or tier.num_experts == 0:
+        return
+    if tier.code_layout != "packed":
+        raise ValueError(f"NF3 tier: unknown code layout {tier.code_layout!r}")
+    for t in (tier.w13, tier.w2):
+        if getattr(t, "nf3_code_layout", "packed") != "nibble":
+            nf3_nibble.repack_inplace(t)
+            t.nf3_code_layout = "nibble"  # for any later TierWeights over this tensor
+    tier.code_layout = "nibble"
+
+
 class TritonTier(TierBackend):
     """One tier through the Triton expert-MLP kernels (NF3, NVFP4 or MXFP4)."""
 
@@ -224,6 +258,7 @@ class TritonTier(TierBackend):
             levels = list(nf3.validate_codebook(tier.codebook))
             self.values = self.ws.table(f"nf3:{tier.codebook}", levels)
             self.table_words = ptx_decode.nf3_table_words(levels)  # the in-register decode's table
+            _to_nibble_layout(tier)
         else:
             self.values = self.ws.table("e2m1", e2m1.decode_table().tolist())
             self.table_words = None  # e2m1's table is a constant of ptx_decode
@@ -238,16 +273,19 @@ class TritonTier(TierBackend):
         self.w2_scale = tier.w2_scale.view(torch.uint8)
         self.own_maps = stacked_maps([self]) if tier.num_experts else None
 
-    def gemms(self, x, tw, sorted_ids, block_expert, out, num_pairs, topk, on_input, cfg, pair_rows, x16=None):
+    def gemms(self, x, tw, sorted_ids, block_expert, out, num_pairs, topk, on_input, cfg, pair_rows, x16=None,
+              region=0):
         """``x16``: the activations already in fp16 (tile option ``x16``), read instead of
-        ``x`` by the tiers whose dot operands are fp16 (all but MXFP4)."""
+        ``x`` by the tiers whose dot operands are fp16 (all but MXFP4). ``region``: which
+        tier's part of the intermediate cache (tiers running concurrently)."""
         t = self.tier
         if t.num_experts == 0:
             return
         if x16 is not None and self.fmt != expert_mlp.FMT_MXFP4:
             x = x16
         dot32 = interpret()
-        inter = self.ws.inter_cache[: sorted_ids.numel(), : t.inter].view(expert_mlp.inter_dtype(self.fmt))
+        r0 = region * self.ws.inter_slots
+        inter = self.ws.inter_cache[r0: r0 + sorted_ids.numel(), : t.inter].view(expert_mlp.inter_dtype(self.fmt))
         words = self.table_words
         expert_mlp.launch_w13(x, t.w13, self.w13_scale, t.w13_scale_2, sorted_ids, block_expert, tw, inter,
                               self.values, num_pairs, topk, t.inter, self.fmt, on_input, cfg, dot32, words)
@@ -336,11 +374,24 @@ def run_chunk(tiers, maps, x, topk_weights, topk_ids, weights_on_input, *, resul
                  ws.ends[:t_n], cfg["BM"])
     if marks is not None:
         marks[1].record()
-    for i, tier in enumerate(tiers):
-        tier.gemms(x, tw, sorted_ids[i], block_expert[i], dest, pairs, topk, weights_on_input, cfg,
-                   pair_rows=result is not None, x16=x16)
-        if marks is not None and tier.tier.fmt != NF3:
-            marks[2].record()
+    if len(tiers) == 2 and ws.side is not None and marks is None:
+        # tier 0 on the side stream, tier 1 here; both only write their own pairs' rows
+        main = torch.cuda.current_stream(ws.device)
+        ws.fork.record(main)
+        ws.side.wait_event(ws.fork)
+        with torch.cuda.stream(ws.side):
+            tiers[0].gemms(x, tw, sorted_ids[0], block_expert[0], dest, pairs, topk, weights_on_input, cfg,
+                           pair_rows=result is not None, x16=x16, region=0)
+            ws.join.record(ws.side)
+        tiers[1].gemms(x, tw, sorted_ids[1], block_expert[1], dest, pairs, topk, weights_on_input, cfg,
+                       pair_rows=result is not None, x16=x16, region=1)
+        main.wait_event(ws.join)
+    else:
+        for i, tier in enumerate(tiers):
+            tier.gemms(x, tw, sorted_ids[i], block_expert[i], dest, pairs, topk, weights_on_input, cfg,
+                       pair_rows=result is not None, x16=x16)
+            if marks is not None and tier.tier.fmt != NF3:
+                marks[2].record()
     if marks is not None:
         if all(t.tier.fmt == NF3 for t in tiers):
             marks[2].record()

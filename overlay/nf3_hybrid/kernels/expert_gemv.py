@@ -5,12 +5,13 @@ between tokens and the work is streaming each routed expert's packed weights onc
 These kernels need no routing sort at all: program p reads pair p's expert id, looks
 it up in each tier's local map (−1 = not in that tier) and runs that tier's rows.
 
-Weights stay in the checkpoint's packing, read as 32-bit words: a 32-weight unit is three
-words for NF3 (four 24-bit code words, cut out with shifts) and four for e2m1. Each code
-word's eight weights are decoded and dotted with their eight activations by one inline
-PTX block (kernels/ptx_decode.py: byte-permute table lookups in registers), so decoding
-costs no loads. Under TRITON_INTERPRET (no inline assembly) the same words are decoded
-by table lookups instead.
+Weights are read as 32-bit words: a 32-weight unit is three words for NF3 (in nibble
+layout, formats/nf3_nibble.py, rewritten once at load) and four for e2m1 (the
+checkpoint's packing). Each NF3 group's 32 weights, or each e2m1 word's eight, are
+decoded and dotted with their activations by one inline PTX block (kernels/ptx_decode.py:
+byte-permute table lookups in registers), so decoding costs no loads. Under
+TRITON_INTERPRET (no inline assembly) the same words are decoded by table lookups
+instead.
 
 Activations are read in "plane order": fp16 copies of the token's input (and the
 intermediate, written that way by ``_gemv13``) in which the activations that meet codes
@@ -35,9 +36,9 @@ NF3 loop 436 → 316 SASS instructions per 64 weights, 52 → 37 µs at one toke
 cycles waiting on loads. Tried then, none faster: register caps (spills), smaller tiles
 (within 5 %, bench_moe_h200_s5_gemv.json), weight words cached in L2 only so the
 activations keep L1 (36.4 → 40.2 µs at one token, bench_moe_h200_s5_gemv_cg.json), fewer
-decode instructions (an NF3 nibble layout, expert_mlp.py). More loads in flight per warp
-is what is left. Session 6 (bench_moe_h200_s6_*.json): programs of one warp with 2 gate/up
-rows and 8 down rows took 32.7 / 87.4 / 286.8 µs at 1 / 4 / 16 tokens against 35.5 /
+decode instructions (an NF3 nibble layout, expert_mlp.py; adopted in session 8, see
+below). More loads in flight per warp is what is left. Session 6
+(bench_moe_h200_s6_*.json): programs of one warp with 2 gate/up rows and 8 down rows took 32.7 / 87.4 / 286.8 µs at 1 / 4 / 16 tokens against 35.5 /
 106.7 / 360.1 (two warps, 4 and 16 rows). Measured slower and dropped: the weight loads
 issued blocks ahead by Triton's pipeliner (``tl.range(num_stages=…)``: async copies to
 shared memory, 64-96 registers instead of 128; 12-90 % slower), the top-k sum done by
@@ -55,10 +56,17 @@ no shared memory left in either loop; e2m1 loop 514 → 460 SASS instructions, d
 (bench_moe_h200_s7_gemv_{old,new}.json): tiers 3-16 % faster from 1 to 64 tokens (NF3
 33.3 → 30.0 µs at one token, NVFP4 tier 1091 → 954 µs at 64), the hybrid layer 268 vs 286
 µs at 16 tokens, I=2048 6-9 % at every decode size.
+Session 8: NF3 groups in nibble layout, decoded by one inline block per group that sums
+two words' products in fp16 (ptx_decode.py): NF3 loop 538 → 422 SASS instructions per 128
+weights (gate/up GEMV, Triton 3.6); H200, old and new code in one session
+(bench_moe_h200_s8_nibble_{old,new}.json): NF3 tier 8-16 % faster from 1 to 64 tokens
+(I=2048: 479 → 417 µs at 8 tokens), the hybrid layer 2-11 %. Timed and dropped then: the
+next two K-blocks in flight instead of one (sweep_h200_s8_pf.json).
 
 - kept tier (e2m1 words as [rows, units, 4]): the pair q (activations 2q, 2q+1) of word
   j of unit u is 32-bit word q·K/8 + 4u + j ("PUJ");
-- NF3 tier (its four code words of a unit cut out separately, [rows, units] each): word
+- NF3 tier (a unit's three stored words as [rows, units] each, its four code words
+  derived in the inline block): the pair q of code word j of unit u is 32-bit word
   (4q + j)·K/32 + u ("PJU").
 Triton lays the word tensors out with lanes along (unit, word) and rows in registers, so
 one activation load serves all of a thread's rows.
@@ -72,10 +80,10 @@ import triton
 import triton.language as tl
 
 from . import fit_tile, pair_sum, ptx_decode
-from .ptx_decode import E2M1_DOT_ASM, E2M1_DOT_CONSTRAINTS, NF3_DOT_ASM, NF3_DOT_CONSTRAINTS
+from .ptx_decode import E2M1_DOT_ASM, E2M1_DOT_CONSTRAINTS, NF3_UNIT_DOT_ASM, NF3_UNIT_DOT_CONSTRAINTS
 
-_NF3_ASM = tl.constexpr(NF3_DOT_ASM)
-_NF3_CONS = tl.constexpr(NF3_DOT_CONSTRAINTS)
+_NF3_ASM = tl.constexpr(NF3_UNIT_DOT_ASM)
+_NF3_CONS = tl.constexpr(NF3_UNIT_DOT_CONSTRAINTS)
 _E2M1_ASM = tl.constexpr(E2M1_DOT_ASM)
 _E2M1_CONS = tl.constexpr(E2M1_DOT_CONSTRAINTS)
 
@@ -118,33 +126,68 @@ def _x4(first, pstride):
 
 @triton.jit
 def _plane(words, xq, p: tl.constexpr, vtab_ptr, FMT: tl.constexpr):
-    """Interpreter path: code p of every word looked up in the fp16 table, times its
-    activation (half p % 2 of the pair word ``xq``), in fp32."""
-    if FMT == 0:
-        code = (words >> (3 * p)) & 7
-    else:
-        code = (words >> (4 * p)) & 15
+    """Interpreter path: code p of every word (nibble p: NF3 in nibble layout, e2m1) looked
+    up in the fp16 table, times its activation (half p % 2 of the pair word ``xq``), in
+    fp32."""
+    code = (words >> (4 * p)) & (7 if FMT == 0 else 15)
     half = (xq.to(tl.uint32, bitcast=True) >> (16 * (p % 2))) & 0xFFFF
     x = half.to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
     return tl.load(vtab_ptr + code.to(tl.int32)).to(tl.float32) * x
 
 
 @triton.jit
-def _word_dots(words, first, pstride, vtab_ptr, t0, t1, t2, t3, FMT: tl.constexpr, ASM: tl.constexpr):
-    """fp32, shaped like ``words``: each code word's eight weights (unscaled) dotted with
-    its eight activations (pair planes from ``first``, broadcast against ``words``)."""
+def _word_dots(words, first, pstride, vtab_ptr, FMT: tl.constexpr):
+    """Interpreter path, fp32 shaped like ``words``: each code word's eight weights
+    (unscaled) dotted with its eight activations (pair planes from ``first``, broadcast
+    against ``words``)."""
     x0, x1, x2, x3 = _x4(first, pstride)
-    if ASM:
-        if FMT == 0:
-            return tl.inline_asm_elementwise(_NF3_ASM, _NF3_CONS, [words, x0, x1, x2, x3, t0, t1, t2, t3],
-                                             dtype=tl.float32, is_pure=True, pack=1)
-        return tl.inline_asm_elementwise(_E2M1_ASM, _E2M1_CONS, [words, x0, x1, x2, x3, t0, t1, t2],
-                                         dtype=tl.float32, is_pure=True, pack=1)
     acc = _plane(words, x0, 0, vtab_ptr, FMT) + _plane(words, x0, 1, vtab_ptr, FMT)
     acc += _plane(words, x1, 2, vtab_ptr, FMT) + _plane(words, x1, 3, vtab_ptr, FMT)
     acc += _plane(words, x2, 4, vtab_ptr, FMT) + _plane(words, x2, 5, vtab_ptr, FMT)
     acc += _plane(words, x3, 6, vtab_ptr, FMT) + _plane(words, x3, 7, vtab_ptr, FMT)
     return acc
+
+
+@triton.jit
+def _e2m1_word_dots(words, first, pstride, vtab_ptr, t0, t1, t2, FMT: tl.constexpr, ASM: tl.constexpr):
+    """fp32, shaped like ``words``: each e2m1 word's eight weights (unscaled) dotted with its
+    activations (pair planes from ``first``). With ASM one inline block per word
+    (ptx_decode's e2m1 block, its table words ``t0``-``t2``)."""
+    if ASM:
+        x0, x1, x2, x3 = _x4(first, pstride)
+        return tl.inline_asm_elementwise(_E2M1_ASM, _E2M1_CONS, [words, x0, x1, x2, x3, t0, t1, t2],
+                                         dtype=tl.float32, is_pure=True, pack=1)
+    return _word_dots(words, first, pstride, vtab_ptr, FMT)
+
+
+@triton.jit
+def _nf3_fourth(a, b, c):
+    """The fourth code word of nibble-layout groups (codes 24-31, from the top bits of the
+    nibbles of words a, b, c) with its codes in the low bits of its nibbles."""
+    return ((a >> 3) & 0x11111111) | ((b >> 2) & 0x22222222) | ((c >> 1) & 0x44444444)
+
+
+@triton.jit
+def _nf3_group_dots(a, b, c, first, wstride, pstride, vtab_ptr, t0, t1, t2, t3, ASM: tl.constexpr):
+    """fp32, shaped like ``a``: each NF3 group's 32 weights (unscaled; words a, b, c in
+    nibble layout) dotted with their activations — word j's pair planes from ``first`` +
+    j·wstride. With ASM one inline block per group (ptx_decode's group block: three of the
+    four selectors are one AND, the products of two words summed in fp16)."""
+    if ASM:
+        xa0, xa1, xa2, xa3 = _x4(first, pstride)
+        xb0, xb1, xb2, xb3 = _x4(first + wstride, pstride)
+        xc0, xc1, xc2, xc3 = _x4(first + 2 * wstride, pstride)
+        xd0, xd1, xd2, xd3 = _x4(first + 3 * wstride, pstride)
+        return tl.inline_asm_elementwise(
+            _NF3_ASM, _NF3_CONS,
+            [a, b, c, xa0, xa1, xa2, xa3, xb0, xb1, xb2, xb3, xc0, xc1, xc2, xc3, xd0, xd1, xd2, xd3,
+             t0, t1, t2, t3],
+            dtype=tl.float32, is_pure=True, pack=1)
+    part = _word_dots(a, first, pstride, vtab_ptr, 0)
+    part += _word_dots(b, first + wstride, pstride, vtab_ptr, 0)
+    part += _word_dots(c, first + 2 * wstride, pstride, vtab_ptr, 0)
+    part += _word_dots(_nf3_fourth(a, b, c), first + 3 * wstride, pstride, vtab_ptr, 0)
+    return part
 
 
 @triton.jit
@@ -177,9 +220,10 @@ def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, st
     words of fp16 pairs.
 
     The next K-block's weight words and scales are loaded before the current block is
-    decoded. With PDL (programmatic dependent launch: this kernel may start while the one
-    writing the activations still runs) the first block's weights are loaded before
-    waiting for that kernel, the activations after. Partial sums stay per element and are
+    decoded (two blocks ahead, session 8: +38 registers, 2-10 % slower from 2 tokens on,
+    sweep_h200_s8_pf.json). With PDL (programmatic dependent launch: this kernel may
+    start while the one writing the activations still runs) the first block's weights
+    are loaded before waiting for that kernel, the activations after. Partial sums stay per element and are
     reduced once at the end (a reduction across lanes every K-step would cost more than
     the decoding).
 
@@ -222,14 +266,8 @@ def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, st
             d1n = tl.load(p + 1, mask=more)
             d2n = tl.load(p + 2, mask=more)
             sbn = tl.load(q + (k0 + BK) // 32, mask=more)
-            # a unit is one little-endian 96-bit number holding four 24-bit code words
             first = vec_ptr + (k0 // 32 + unit2)
-            part = _word_dots(d0, first, pstride, vtab_ptr, t0, t1, t2, t3, FMT, ASM)
-            part += _word_dots((d0 >> 24) | (d1 << 8), first + K // 32, pstride, vtab_ptr, t0, t1, t2, t3,
-                               FMT, ASM)
-            part += _word_dots((d1 >> 16) | (d2 << 16), first + 2 * (K // 32), pstride, vtab_ptr, t0, t1, t2,
-                               t3, FMT, ASM)
-            part += _word_dots(d2 >> 8, first + 3 * (K // 32), pstride, vtab_ptr, t0, t1, t2, t3, FMT, ASM)
+            part = _nf3_group_dots(d0, d1, d2, first, K // 32, pstride, vtab_ptr, t0, t1, t2, t3, ASM)
             acc += part * _scale(sb, stab_ptr, FMT)
         return tl.sum(acc, axis=1) * _scale_unit(FMT)
     else:
@@ -254,7 +292,7 @@ def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, st
             wn = tl.load(p + (k0 + BK) // 8, mask=(i // 4 % U + (k0 + BK) // 32) * 32 < K)
             sbn = _unit_scales(q + (k0 + BK) // GROUP, (j % U + (k0 + BK) // 32) * 32 < K, SPU)
             first = vec_ptr + (k0 // 8 + unit * 4 + word)
-            part = _word_dots(words, first, pstride, vtab_ptr, t0, t1, t2, t3, FMT, ASM)
+            part = _e2m1_word_dots(words, first, pstride, vtab_ptr, t0, t1, t2, FMT, ASM)
             acc += part * _scale(sb, stab_ptr, FMT)
         return tl.sum(tl.sum(acc, axis=2), axis=1) * _scale_unit(FMT)
 

@@ -14,21 +14,26 @@ second kernel; down partial sums added into the output) was removed: on the H200
 wrong, run-to-run different results from 40 tokens on (relative error 1-4 %, 17-32 tokens
 fine; cause not found), and the decode GEMV serves those batch sizes in the fused path.
 
-Weights are read in the checkpoint's own packing (no repacked copy, nothing extra at
-load). Tried and dropped (session 5): rewriting the NF3 codes in place at load into a
-"nibble" layout (codes 0-23 of a group in the nibbles of its three words, 24-31 in the
-nibbles' top bits), so that three of four 8-code selectors are one AND instead of a
-3-bit-to-nibble spread — 11-14 % fewer SASS instructions in the NF3 loops (Triton 3.6), no
-faster on the H200 (hybrid layer 36.8 / 194 / 3244 µs at 1 / 8 / 2048 tokens against 37.2
-/ 193 / 3175; bench_moe_h200_s5_nibble.json): the loops are not bound by issue alone.
+Weights are read in the checkpoint's packing, except NF3 codes: those are rewritten once
+at load, in place, into a "nibble" layout (formats/nf3_nibble.py: codes 0-23 of a group
+in the nibbles of its three words, 24-31 in the nibbles' top bits), so that three of four
+8-code selectors are one AND instead of a 3-bit-to-nibble spread. Session 5 measured it
+here first, when the decode GEMV still moved its words through shared memory: 11-14 %
+fewer SASS instructions in the NF3 loops, no faster (bench_moe_h200_s5_nibble.json).
+Session 8, after the GEMV's layout fix left it bound by the integer pipe: the NF3 tier
+10-16 % faster at 8-64 tokens (bench_moe_h200_s8_*.json), which made it the layout.
 Dequantization, and what the H200 measurements taught:
-- NF3: a 32-code group is 12 bytes = three int32 words, loaded once; its four 24-bit
-  words are cut out with shifts and put in order with ``tl.interleave``; each code is
-  ``(word >> 3p) & 7`` for a compile-time p; the eight code planes are looked up in the
-  codebook, scaled and interleaved back into K order.
+- NF3: a 32-code group is 12 bytes = three int32 words, loaded once; the fourth code word
+  is gathered from their nibbles' top bits and the four are put in order with
+  ``tl.interleave``; each code is ``(word >> 4p) & 7`` for a compile-time p; the eight code
+  planes are looked up in the codebook, scaled and interleaved back into K order.
 - NVFP4 / MXFP4: bytes loaded contiguously (vectorised), low and high nibble looked up
   (or decoded by shifts: ``magic`` in the tile config, faster for prefill), scaled,
-  interleaved. ``magic=2`` scales NVFP4 values in fp16 instead of through fp32 (both
+  interleaved. NVFP4 with ``ptx4`` (the default since session 8): 32-bit words decoded by
+  the decode GEMV's byte-permute block into fp16 pairs, scaled in fp16 — the bits of
+  ``magic=2`` with 43 % fewer instructions in the w13 loop (590 → 337, compile_probe with
+  byte pointers; earlier NVFP4 counts came from int32 pointers), 2-21 % faster
+  (sweep_h200_s8_ptx4.json). ``magic=2`` scales NVFP4 values in fp16 instead of through fp32 (both
   exact): 677 → 573 SASS instructions in the NVFP4 w13 loop on Triton 3.6 (compile_probe,
   ``fmt=1``); on the H200 1-2 % faster at every prefill size (session 7,
   sweep_h200_s7_magic2.json), the default of the mid and large tiles.
@@ -66,10 +71,13 @@ import triton
 import triton.language as tl
 
 from . import fit_tile
-from .ptx_decode import NF3_VALUES_ASM, NF3_VALUES_CONSTRAINTS
+from .ptx_decode import (E2M1_TABLE_WORDS, E2M1_VALUES_ASM, E2M1_VALUES_CONSTRAINTS, NF3_VALUES_ASM,
+                         NF3_VALUES_CONSTRAINTS)
 
 _NF3_VALUES_ASM = tl.constexpr(NF3_VALUES_ASM)
 _NF3_VALUES_CONS = tl.constexpr(NF3_VALUES_CONSTRAINTS)
+_E2M1_VALUES_ASM = tl.constexpr(E2M1_VALUES_ASM)
+_E2M1_VALUES_CONS = tl.constexpr(E2M1_VALUES_CONSTRAINTS)
 
 FMT_NF3 = 0
 FMT_NVFP4 = 1
@@ -132,14 +140,12 @@ def _nf3_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, pt0, pt
     rows = (row0 + tl.arange(0, BN)).to(tl.int64)
     grp = k0 // 32 + tl.arange(0, G)
     p = w_ptr + e.to(tl.int64) * stride_we + rows[:, None] * stride_wn + grp[None, :] * 3
-    d0 = tl.load(p)
-    d1 = tl.load(p + 1)
-    d2 = tl.load(p + 2)
-    # the group is one little-endian 96-bit number; its 24-bit words, in order
-    w0 = d0 & 0xFFFFFF
-    w1 = ((d0 >> 24) & 0xFF) | ((d1 & 0xFFFF) << 8)
-    w2 = ((d1 >> 16) & 0xFFFF) | ((d2 & 0xFF) << 16)
-    w3 = (d2 >> 8) & 0xFFFFFF
+    w0 = tl.load(p)
+    w1 = tl.load(p + 1)
+    w2 = tl.load(p + 2)
+    # nibble layout (formats/nf3_nibble.py): codes 8j..8j+7 in the low bits of word j's
+    # nibbles, the fourth word's codes in the nibbles' top bits (cleared by the decoders)
+    w3 = ((w0 >> 3) & 0x11111111) | ((w1 >> 2) & 0x22222222) | ((w2 >> 1) & 0x44444444)
     words = tl.interleave(tl.interleave(w0, w2), tl.interleave(w1, w3))  # [BN, 4G]
     s = _widen(_scale_values(sbits, 0).to(DT), 4)  # [BN, 4G]: each word's group scale
     if PTX:
@@ -156,28 +162,46 @@ def _nf3_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, pt0, pt
         v7 = v7.to(DT) * s
     else:
         v0 = tl.load(vtab_ptr + (words & 7)).to(DT) * s
-        v1 = tl.load(vtab_ptr + ((words >> 3) & 7)).to(DT) * s
-        v2 = tl.load(vtab_ptr + ((words >> 6) & 7)).to(DT) * s
-        v3 = tl.load(vtab_ptr + ((words >> 9) & 7)).to(DT) * s
-        v4 = tl.load(vtab_ptr + ((words >> 12) & 7)).to(DT) * s
-        v5 = tl.load(vtab_ptr + ((words >> 15) & 7)).to(DT) * s
-        v6 = tl.load(vtab_ptr + ((words >> 18) & 7)).to(DT) * s
-        v7 = tl.load(vtab_ptr + ((words >> 21) & 7)).to(DT) * s
-    # code p of word w belongs at column 8w + p
+        v1 = tl.load(vtab_ptr + ((words >> 4) & 7)).to(DT) * s
+        v2 = tl.load(vtab_ptr + ((words >> 8) & 7)).to(DT) * s
+        v3 = tl.load(vtab_ptr + ((words >> 12) & 7)).to(DT) * s
+        v4 = tl.load(vtab_ptr + ((words >> 16) & 7)).to(DT) * s
+        v5 = tl.load(vtab_ptr + ((words >> 20) & 7)).to(DT) * s
+        v6 = tl.load(vtab_ptr + ((words >> 24) & 7)).to(DT) * s
+        v7 = tl.load(vtab_ptr + ((words >> 28) & 7)).to(DT) * s
+    return _word_values_in_order(v0, v1, v2, v3, v4, v5, v6, v7)
+
+
+@triton.jit
+def _word_values_in_order(v0, v1, v2, v3, v4, v5, v6, v7):
+    """[BN, 8W] from the eight [BN, W] value planes of W code words: value p of word w
+    belongs at column 8w + p."""
     even = tl.interleave(tl.interleave(v0, v4), tl.interleave(v2, v6))
     odd = tl.interleave(tl.interleave(v1, v5), tl.interleave(v3, v7))
     return tl.interleave(even, odd)
 
 
 @triton.jit
-def _fp4_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, FMT: tl.constexpr,
-              GROUP: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, MAGIC: tl.constexpr):
+def _fp4_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, pt0, pt1, pt2, FMT: tl.constexpr,
+              GROUP: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, MAGIC: tl.constexpr,
+              PTX: tl.constexpr):
     """Dequantized W[row0:row0+BN, k0:k0+BK] (dtype DT) of e2m1 expert e (two codes per
     byte, even column in the low nibble; one scale per GROUP columns, ``sbits`` their bits)."""
     rows = (row0 + tl.arange(0, BN)).to(tl.int64)
+    sv = _scale_values(sbits, FMT)
+    if PTX:
+        # NVFP4 (tile option ptx4): ``w_ptr`` viewed as int32, eight codes a word decoded to
+        # fp16 by the decode GEMV's byte permutes (table words ``pt0``-``pt2``), scaled in
+        # fp16 — the values and products of MAGIC=2, bit for bit
+        words = tl.load(w_ptr + e.to(tl.int64) * stride_we + rows[:, None] * stride_wn
+                        + (k0 // 8 + tl.arange(0, BK // 8))[None, :])
+        v0, v1, v2, v3, v4, v5, v6, v7 = tl.inline_asm_elementwise(
+            _E2M1_VALUES_ASM, _E2M1_VALUES_CONS, [words, pt0, pt1, pt2],
+            dtype=(tl.float16,) * 8, is_pure=True, pack=1)
+        s = _widen(sv, GROUP // 8)  # fp16 [BN, BK/8]: each word's scale
+        return _word_values_in_order(v0 * s, v1 * s, v2 * s, v3 * s, v4 * s, v5 * s, v6 * s, v7 * s).to(DT)
     byte = tl.load(w_ptr + e.to(tl.int64) * stride_we + rows[:, None] * stride_wn
                    + (k0 // 2 + tl.arange(0, BK // 2))[None, :]).to(tl.int32)
-    sv = _scale_values(sbits, FMT)
     if MAGIC:
         # e2m1 → fp16 bits by shifts (sign; exponent and mantissa under fp16's): the value
         # times 2**-14
@@ -211,7 +235,8 @@ def _weight_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, pt0,
         return _nf3_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, pt0, pt1, pt2, pt3, BN, BK, DT,
                          PTX)
     else:
-        return _fp4_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, FMT, GROUP, BN, BK, DT, MAGIC)
+        return _fp4_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, pt0, pt1, pt2, FMT, GROUP, BN,
+                         BK, DT, MAGIC, PTX)
 
 
 def _group(fmt: int) -> int:
@@ -375,27 +400,32 @@ def e2m1_decode_mode(fmt: int, cfg: dict) -> int:
 
 
 def ptx_words(fmt: int, cfg: dict, table_words, dot_fp32: bool):
-    """The NF3 tile's table words (kernel arguments ``pt0``-``pt3``) when the tile config
-    asks for in-register decoding (``ptx``; not under the interpreter, which has no inline
-    assembly), else None."""
-    if fmt != FMT_NF3 or dot_fp32 or not cfg.get("ptx", 0) or table_words is None:
+    """The table words (kernel arguments ``pt0``-``pt3``) when the tile config asks for
+    in-register decoding — ``ptx`` for NF3 (the codebook's words), ``ptx4`` for NVFP4
+    (e2m1's) — else None. Never under the interpreter, which has no inline assembly."""
+    if dot_fp32:
+        return None
+    if fmt == FMT_NVFP4 and cfg.get("ptx4", 0):
+        return tuple(E2M1_TABLE_WORDS) + (0,)
+    if fmt != FMT_NF3 or not cfg.get("ptx", 0) or table_words is None:
         return None
     return tuple(int(t) for t in table_words)
 
 
-def _packed(w, fmt):
-    """NF3 weights are read as int32 words (a 12-byte group is three words)."""
+def _packed(w, fmt, words):
+    """NF3 weights are read as int32 words (a 12-byte group is three words), NVFP4 ones too
+    when decoded in registers (``words``: ptx_words's answer)."""
     import torch
 
-    return w.view(torch.int32) if fmt == FMT_NF3 else w
+    return w.view(torch.int32) if fmt == FMT_NF3 or words is not None else w
 
 
 def launch_w13(x, w, s, s2, sorted_ids, block_expert, topk_weights, inter, val_tab,
                num_pairs, topk, inter_size, fmt, weight_on_input, cfg, dot_fp32, table_words=None):
     K = x.shape[1]
     bk, bn = fit_tile(K, cfg["BK13"]), fit_tile(inter_size, cfg["BN13"])
-    wp = _packed(w, fmt)
     words = ptx_words(fmt, cfg, table_words, dot_fp32)
+    wp = _packed(w, fmt, words)
     _w13_kernel[(block_expert.numel(), inter_size // bn)](
         x, x.stride(0), wp, s, s2 if s2 is not None else s, sorted_ids, block_expert, topk_weights,
         inter, inter.stride(0), val_tab, *(words or (0, 0, 0, 0)), num_pairs, topk, K, inter_size,
@@ -414,8 +444,8 @@ def launch_w2(inter, w, s, s2, sorted_ids, block_expert, topk_weights, out, val_
     else the rows are added atomically into the token rows of ``out`` [tokens, N]."""
     N = out.shape[1]
     bk, bn = fit_tile(inter_size, cfg["BK2"]), fit_tile(N, cfg["BN2"])
-    wp = _packed(w, fmt)
     words = ptx_words(fmt, cfg, table_words, dot_fp32)
+    wp = _packed(w, fmt, words)
     _w2_kernel[(block_expert.numel(), N // bn)](
         inter, inter.stride(0), wp, s, s2 if s2 is not None else s, sorted_ids, block_expert, topk_weights,
         out, out.stride(0), val_tab, *(words or (0, 0, 0, 0)), num_pairs, topk, inter_size,

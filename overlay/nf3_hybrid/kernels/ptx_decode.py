@@ -1,24 +1,35 @@
-"""Byte-permute decoding of 3- and 4-bit codes for the decode GEMV, as inline PTX.
+"""Byte-permute decoding of 3- and 4-bit codes, as inline PTX: the decode GEMV's dot
+blocks and the grouped tiles' value blocks.
 
 Why: at a few tokens the GEMV is bound by instruction issue, not by bandwidth. Looking a
 code up in a table in memory costs one load per weight, and reading the activation in the
 order the codes come out of their packing costs another. Here eight codes (one 32-bit
-word) become eight fp16 values with register-only instructions: the codes are spread into
-the nibbles of a selector and ``prmt`` (byte permute) picks the low and high bytes of each
+word) become eight fp16 values with register-only instructions: the codes sit in the
+nibbles of a selector and ``prmt`` (byte permute) picks the low and high bytes of each
 level from an 8-entry fp16 table held in four registers; the same inline block then
 multiplies them with the eight activations of that word — four fp16 pairs, packed
-multiply-adds — and returns the sum in fp32. About 3 instructions per weight, no loads.
+multiply-adds. About 2.5 instructions per weight, no loads.
 
 Why fp16 products: converting each value to fp32 for its own multiply-add cost two
-instructions per weight, a quarter of the GEMV's instructions (compile_probe). Four
-products are summed in fp16 (relative rounding 2**-11 per step, below the bf16 rounding of
-the activations themselves), each pair's two sums in fp32. The activations are the bf16
-input or the fp32 SiLU·up intermediate rounded to fp16 — the range the grouped path's fp16
-tensor-core operands already have.
+instructions per weight, a quarter of the GEMV's instructions (compile_probe). The NF3
+group block sums the products of two words in fp16 (eight per half; relative rounding
+2**-11 per step, below the bf16 rounding of the activations themselves), then in fp32;
+the e2m1 block four products per half. The activations are the bf16 input or the fp32
+SiLU·up intermediate rounded to fp16 — the range the grouped path's fp16 tensor-core
+operands already have.
 
-- NF3 word: eight 3-bit codes, code i at bits 3i (bits 24-31 are ignored). The table is
-  the checkpoint's codebook in fp16, passed as four 32-bit registers (low bytes of levels
-  0-3 / 4-7, high bytes of levels 0-3 / 4-7).
+- NF3: a 32-code group in nibble layout (formats/nf3_nibble.py), three words A, B, C;
+  code i of a word in the low bits of nibble i, the fourth word (codes 24-31) gathered
+  from the nibbles' top bits. The group block (GEMV) takes the three words and returns
+  the group's dot; the values block (grouped tiles) takes one word. The table is the
+  checkpoint's codebook in fp16, passed as four 32-bit registers (low bytes of levels 0-3
+  / 4-7, high bytes of levels 0-3 / 4-7). Session 8, H200: against the checkpoint's
+  24-bit words (a three-step spread into nibbles per word) the NF3 GEMV loop went from
+  538 to 422 SASS instructions per 128 weights and the NF3 tier got 8-16 % faster from
+  1 to 64 tokens (bench/results/bench_moe_h200_s8_nibble_*.json; of that, the fp16 sum
+  over two words was 4-5 % in bench_moe_h200_s8_hack*.json).
+- e2m1 in the grouped NVFP4 tiles (tile option ``ptx4``): the values block, scaled in
+  fp16 by the kernel — 43 % fewer instructions in the w13 loop than the shift decoding.
 - e2m1 word: eight nibbles, code i at bits 4i, bit 3 of a nibble its sign. The table of
   magnitudes {0, ½, 1, 1½, 2, 3, 4, 6} is two registers of high bytes (their fp16 low
   bytes are all zero); signs are copied into the high bytes with ``prmt``'s sign-replicate
@@ -36,20 +47,11 @@ from typing import Dict, List, Sequence
 
 MASK32 = 0xFFFFFFFF
 
-# Spread the eight 3-bit codes of ``w`` into eight nibbles of ``sel`` in three moves
-# (codes 4-7 up by 4, then 2-3 of each half up by 2, then the odd ones up by 1; lop3 0xE4
-# is "a where c else b"), then clear the bit that would switch prmt to sign mode.
+# One word of a group in nibble layout (formats/nf3_nibble.py): code i in the low three
+# bits of nibble i. The nibbles' top bits (another code's bits) are cleared, because a set
+# bit would switch prmt to sign mode for that byte.
 _NF3_BODY = """
-shl.b32 t, w, 4;
-mov.b32 m, 0x0000FFFF;
-lop3.b32 s, w, t, m, 0xE4;
-shl.b32 t, s, 2;
-mov.b32 m, 0x003F003F;
-lop3.b32 s, s, t, m, 0xE4;
-shl.b32 t, s, 1;
-mov.b32 m, 0x07070707;
-lop3.b32 s, s, t, m, 0xE4;
-and.b32 sel, s, 0x77777777;
+and.b32 sel, w, 0x77777777;
 prmt.b32 lo, L0, L1, sel;
 prmt.b32 hi, H0, H1, sel;
 prmt.b32 q0, lo, hi, 0x5140;
@@ -59,6 +61,19 @@ prmt.b32 lo, L0, L1, sel;
 prmt.b32 hi, H0, H1, sel;
 prmt.b32 q2, lo, hi, 0x5140;
 prmt.b32 q3, lo, hi, 0x7362;
+"""
+
+# The fourth word of a group, codes 24-31, gathered from the top bits of the nibbles of
+# A, B, C (bit b of code 24 + i at bit 4i + 3 of word b) into the low bits of ``d``'s
+# nibbles (lop3 0xE4 is "a where c else b"); its top bits are left for _NF3_BODY's AND.
+_NF3_FOURTH = """
+shr.b32 t, A, 3;
+shr.b32 u, B, 2;
+mov.b32 m, 0x11111111;
+lop3.b32 t, t, u, m, 0xE4;
+shr.b32 u, C, 1;
+mov.b32 m, 0x33333333;
+lop3.b32 d, t, u, m, 0xE4;
 """
 
 # Magnitudes by table (high bytes only), each code's sign (bit 4i+3) made the msb of a byte
@@ -81,14 +96,19 @@ prmt.b32 q2, hi, z, 0x1404;
 prmt.b32 q3, hi, z, 0x3424;
 """
 
-# x0..x3: the word's activations as fp16 pairs (x_2i in the low half, x_2i+1 in the high)
-_NF3_INPUTS = ("w", "x0", "x1", "x2", "x3", "L0", "L1", "H0", "H1")
-_E2M1_INPUTS = ("w", "x0", "x1", "x2", "x3", "ta", "tb", "z")
+# the e2m1 word block: the word, its four activation pairs (x0q: pair q, x_2q in the low
+# half, x_2q+1 in the high), the table
+_E2M1_INPUTS = ("w", "x00", "x01", "x02", "x03", "ta", "tb", "z")
 # the e2m1 table registers: high bytes of the fp16 magnitudes {0, ½, 1, 1½} and {2, 3, 4, 6},
 # and a zero (passed in rather than set inside the block, so that they are set once per
 # kernel instead of once per word)
 E2M1_TABLE_WORDS = (0x3E3C3800, 0x46444240, 0)
 _TEMPS = ("t", "s", "m", "sel", "lo", "hi", "u", "sg", "q0", "q1", "q2", "q3")
+# the unit block: the group's three words, its 16 activation pairs (word j, pair q: xjq),
+# the table
+_UNIT_INPUTS = ("A", "B", "C") + tuple(f"x{j}{q}" for j in range(4) for q in range(4)) + ("L0", "L1", "H0", "H1")
+# products summed in fp16 per this many words (8 per half) before one conversion to fp32
+UNIT_FP16_WORDS = 2
 
 
 def _lines(body: str) -> List[str]:
@@ -105,20 +125,30 @@ def _renamed(body: str, names: Dict[str, str]) -> List[str]:
     return out
 
 
-def _render(body: str, inputs: Sequence[str]) -> str:
-    """The PTX block for tl.inline_asm_elementwise: $0 = fp32 dot, $1.. = ``inputs``."""
+def _render_dot(prologue: str, body: str, inputs: Sequence[str], words: Sequence[str]) -> str:
+    """A dot block for tl.inline_asm_elementwise: $0 = fp32 dot of the weights (unscaled) of
+    the code ``words`` (each decoded by ``body`` with ``w`` renamed to it, after
+    ``prologue``) with their activations (inputs ``x{j}{q}``: word j, pair q), $1.. =
+    ``inputs``. The products of UNIT_FP16_WORDS words are summed in fp16 (a packed
+    accumulator), then in fp32."""
     names = {name: f"${i + 1}" for i, name in enumerate(inputs)}
-    out = ["{", ".reg .b32 " + ", ".join(_TEMPS) + ", acc;", ".reg .b16 h0, h1;", ".reg .f32 f0, f1;"]
-    out += _renamed(body, names)
-    out.append(f"mul.rn.f16x2 acc, q0, {names['x0']};")
-    for i in range(1, 4):
-        out.append(f"fma.rn.f16x2 acc, q{i}, {names[f'x{i}']}, acc;")
-    out.append("mov.b32 {h0, h1}, acc;")
-    out.append("cvt.f32.f16 f0, h0;")
-    out.append("cvt.f32.f16 f1, h1;")
-    out.append("add.f32 f0, f0, f1;")
-    out.append("mov.b32 $0, f0;")
-    out.append("}")
+    out = ["{", ".reg .b32 " + ", ".join(_TEMPS) + ", d, acc;", ".reg .b16 h0, h1;", ".reg .f32 f0, f1, r;"]
+    out += _renamed(prologue, names)
+    for j, word in enumerate(words):
+        out += _renamed(body, dict(names, w=names.get(word, word)))
+        for q in range(4):
+            x = names[f"x{j}{q}"]
+            if q == 0 and j % UNIT_FP16_WORDS == 0:
+                out.append(f"mul.rn.f16x2 acc, q0, {x};")
+            else:
+                out.append(f"fma.rn.f16x2 acc, q{q}, {x}, acc;")
+        if (j + 1) % UNIT_FP16_WORDS == 0 or j == len(words) - 1:
+            out += ["mov.b32 {h0, h1}, acc;", "cvt.f32.f16 f0, h0;", "cvt.f32.f16 f1, h1;"]
+            if j < UNIT_FP16_WORDS:
+                out.append("add.f32 r, f0, f1;")
+            else:
+                out += ["add.f32 f0, f0, f1;", "add.f32 r, r, f0;"]
+    out += ["mov.b32 $0, r;", "}"]
     return "\n".join(out)
 
 
@@ -133,12 +163,18 @@ def _render_values(body: str, inputs: Sequence[str]) -> str:
     return "\n".join(out)
 
 
-NF3_DOT_ASM = _render(_NF3_BODY, _NF3_INPUTS)
+NF3_UNIT_DOT_ASM = _render_dot(_NF3_FOURTH, _NF3_BODY, _UNIT_INPUTS, ("A", "B", "C", "d"))
+NF3_UNIT_DOT_CONSTRAINTS = "=r," + ",".join(["r"] * len(_UNIT_INPUTS))
 # the grouped (tensor-core) path's NF3 tile: the values, scaled and fed to tl.dot there
 NF3_VALUES_ASM = _render_values(_NF3_BODY, ("w", "L0", "L1", "H0", "H1"))
 NF3_VALUES_CONSTRAINTS = ",".join(["=h"] * 8 + ["r"] * 5)
-NF3_DOT_CONSTRAINTS = "=r," + ",".join(["r"] * len(_NF3_INPUTS))
-E2M1_DOT_ASM = _render(_E2M1_BODY, _E2M1_INPUTS)
+# the grouped path's NVFP4 tile (tile option ``ptx4``): one e2m1 word's eight values
+E2M1_VALUES_ASM = _render_values(_E2M1_BODY, ("w", "ta", "tb", "z"))
+E2M1_VALUES_CONSTRAINTS = ",".join(["=h"] * 8 + ["r"] * 4)
+# the decode GEMV's e2m1 block, one word. (Session 8: two words per block, an NVFP4 scale
+# group summed in fp16, cut the down GEMV's e2m1 loop 542 → 507 SASS instructions but took
+# the gate/up GEMV to 132 registers and added a layout conversion — not timed, left out.)
+E2M1_DOT_ASM = _render_dot("", _E2M1_BODY, _E2M1_INPUTS, ("w",))
 E2M1_DOT_CONSTRAINTS = "=r," + ",".join(["r"] * len(_E2M1_INPUTS))
 
 
@@ -187,16 +223,8 @@ def _lop3(a: int, b: int, c: int, lut: int) -> int:
     return out
 
 
-def emulate(kind: str, word: int, tables: Sequence[int] = ()) -> List[int]:
-    """The eight fp16 bit patterns the PTX block computes for one word (``kind`` 'nf3' or
-    'e2m1'; ``tables`` = nf3_table_words(...) for NF3)."""
-    body = _NF3_BODY if kind == "nf3" else _E2M1_BODY
-    regs: Dict[str, int] = {"w": word & MASK32}
-    if kind == "nf3":
-        regs.update(zip(("L0", "L1", "H0", "H1"), (t & MASK32 for t in tables)))
-    else:
-        regs.update(zip(("ta", "tb", "z"), E2M1_TABLE_WORDS))
-
+def _run(body: str, regs: Dict[str, int]) -> None:
+    """Executes the instruction list on ``regs`` (name → 32-bit value), in place."""
     def val(tok: str) -> int:
         return regs[tok] if tok in regs else int(tok, 0) & MASK32
 
@@ -219,8 +247,38 @@ def emulate(kind: str, word: int, tables: Sequence[int] = ()) -> List[int]:
         else:
             raise ValueError(f"emulate: no rule for {op}")
         regs[d] = r & MASK32
+
+
+def _halves(regs: Dict[str, int]) -> List[int]:
     halves = []
     for i in range(4):
         q = regs[f"q{i}"]
         halves += [q & 0xFFFF, q >> 16]
     return halves
+
+
+def emulate(kind: str, word: int, tables: Sequence[int] = ()) -> List[int]:
+    """The eight fp16 bit patterns the PTX block computes for one word (``kind`` 'nf3': a
+    nibble-layout word, or 'e2m1'; ``tables`` = nf3_table_words(...) for NF3)."""
+    regs: Dict[str, int] = {"w": word & MASK32}
+    if kind == "nf3":
+        regs.update(zip(("L0", "L1", "H0", "H1"), (t & MASK32 for t in tables)))
+        _run(_NF3_BODY, regs)
+    else:
+        regs.update(zip(("ta", "tb", "z"), E2M1_TABLE_WORDS))
+        _run(_E2M1_BODY, regs)
+    return _halves(regs)
+
+
+def emulate_nf3_group(words: Sequence[int], tables: Sequence[int]) -> List[int]:
+    """The 32 fp16 bit patterns the unit block decodes from one group's three nibble-layout
+    words (A, B, C), in code order."""
+    regs: Dict[str, int] = dict(zip(("A", "B", "C"), (w & MASK32 for w in words)))
+    regs.update(zip(("L0", "L1", "H0", "H1"), (t & MASK32 for t in tables)))
+    _run(_NF3_FOURTH, regs)
+    out: List[int] = []
+    for name in ("A", "B", "C", "d"):
+        regs["w"] = regs[name]
+        _run(_NF3_BODY, regs)
+        out += _halves(regs)
+    return out
