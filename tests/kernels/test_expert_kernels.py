@@ -325,6 +325,19 @@ def test_profiling_marks_only_where_all_four_are_recorded(monkeypatch):
     assert all(e.t is not None for e in evs)
 
 
+def _grouped_only(monkeypatch, cls, tokens, n_kept, seed):
+    """A hybrid layer (GPU tiles, hidden 1024, I 512, 64 experts, top-8) whose every batch
+    takes the grouped path, and each grouped class's default tiles; ``tokens`` must all
+    fall in class ``cls``."""
+    from nf3_hybrid.backends import executor, triton_tiers
+
+    monkeypatch.setattr(executor, "GEMV_TOKENS", 0)
+    ref, tri, ws = build("nvfp4", n_kept, 64, 1024, 512, 2048, 8, seed=seed)
+    classes = {c: triton_tiers.grouped_config(m, False) for c, m in (("small", 1), ("mid", 500), ("large", 2000))}
+    assert all(triton_tiers.grouped_class(m) == cls for m in tokens)
+    return ref, tri, ws, classes
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("cls,tokens", [("small", (5, 17, 64)), ("mid", (65, 300, 768)), ("large", (769, 2048))])
 def test_nf3_tiles_decoded_in_registers_on_gpu(monkeypatch, cls, tokens):
@@ -333,12 +346,9 @@ def test_nf3_tiles_decoded_in_registers_on_gpu(monkeypatch, cls, tokens):
     the reference, and against the same tiles decoded from the table in memory."""
     if DEV != "cuda":
         pytest.skip("inline PTX needs the GPU")
-    from nf3_hybrid.backends import executor, triton_tiers
+    from nf3_hybrid.backends import triton_tiers
 
-    monkeypatch.setattr(executor, "GEMV_TOKENS", 0)
-    ref, tri, ws = build("nvfp4", 16, 64, 1024, 512, 2048, 8, seed=9)
-    classes = {c: triton_tiers.grouped_config(m, False) for c, m in (("small", 1), ("mid", 500), ("large", 2000))}
-    assert all(triton_tiers.grouped_class(m) == cls for m in tokens)
+    ref, tri, ws, classes = _grouped_only(monkeypatch, cls, tokens, n_kept=16, seed=9)
     errs = {}
     for m in tokens:
         w, ids = routing(m, 64, 8, seed=m, device=DEV)
@@ -363,12 +373,9 @@ def test_nvfp4_tiles_decoded_in_registers_on_gpu(monkeypatch, cls, tokens):
     same order — and the reference's result."""
     if DEV != "cuda":
         pytest.skip("inline PTX needs the GPU")
-    from nf3_hybrid.backends import executor, triton_tiers
+    from nf3_hybrid.backends import triton_tiers
 
-    monkeypatch.setattr(executor, "GEMV_TOKENS", 0)
-    ref, tri, ws = build("nvfp4", 24, 64, 1024, 512, 2048, 8, seed=19)
-    classes = {c: triton_tiers.grouped_config(m, False) for c, m in (("small", 1), ("mid", 500), ("large", 2000))}
-    assert all(triton_tiers.grouped_class(m) == cls for m in tokens)
+    ref, tri, ws, classes = _grouped_only(monkeypatch, cls, tokens, n_kept=24, seed=19)
     for m in tokens:
         w, ids = routing(m, 64, 8, seed=m + 1, device=DEV)
         x = (torch.randn(m, 1024, device=DEV) * 2).to(torch.bfloat16)
