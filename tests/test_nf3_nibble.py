@@ -43,3 +43,34 @@ def test_bad_input_is_refused():
         nf3_nibble.unpack_codes(torch.zeros(2, 12, dtype=torch.int32))
     with pytest.raises(ValueError, match="0..7"):
         nf3_nibble.pack_codes(torch.full((1, 32), 8))
+
+
+def test_triton_backend_rewrites_the_tier_once_and_readers_follow():
+    """The Triton backend takes an NF3 tier in the checkpoint's packing and leaves it in
+    nibble layout, in place; the reference backend's dequantized weights do not change; a
+    second TierWeights over the same tensors (and a second backend) sees the layout and does
+    not rewrite it again; an unknown layout is refused."""
+    from nf3_hybrid.backends.base import TierWeights
+    from nf3_hybrid.backends.ref import dequant_w13, dequant_w2
+    from nf3_hybrid.backends.triton_tiers import TritonTier, Workspace
+    from tests.kernels.tiers import make_tier
+
+    tier = make_tier("nf3", 3, 64, 32, [0, -1, 1, 2], seed=5)
+    packed13, packed2 = tier.w13.clone(), tier.w2.clone()
+    before = [(dequant_w13(tier, e), dequant_w2(tier, e)) for e in range(3)]
+    ws = Workspace(torch.device("cpu"))
+    ws.reserve(4, 2, 64, 32, 3)
+    TritonTier(tier, ws)
+    assert tier.code_layout == "nibble"
+    assert torch.equal(tier.w13, nf3_nibble.from_packed(packed13))
+    assert torch.equal(tier.w2, nf3_nibble.from_packed(packed2))
+    for e in range(3):
+        assert torch.equal(dequant_w13(tier, e), before[e][0]) and torch.equal(dequant_w2(tier, e), before[e][1])
+    again = TierWeights(**{k: getattr(tier, k) for k in tier.__dataclass_fields__ if k != "code_layout"})
+    assert again.code_layout == "nibble"
+    TritonTier(again, ws)
+    assert torch.equal(again.w13, nf3_nibble.from_packed(packed13))  # not rewritten twice
+    odd = make_tier("nf3", 1, 64, 32, [0, -1, -1, -1], seed=6)
+    odd.code_layout = "zigzag"
+    with pytest.raises(ValueError, match="unknown code layout 'zigzag'"):
+        TritonTier(odd, ws)

@@ -235,8 +235,8 @@ def _to_nibble_layout(tier: TierWeights) -> None:
     no second copy of the tier — once; ``tier.code_layout`` tells every other reader."""
     if tier.code_layout == "nibble" or tier.num_experts == 0:
         return
-    if tier.code_layout != "packed":
-        raise ValueError(f"NF3 tier: unknown code layout {tier.code_layout!r}")
+    if tier.code_layout not in nf3_nibble.LAYOUTS:
+        raise ValueError(f"NF3 tier: unknown code layout {tier.code_layout!r} (known: {nf3_nibble.LAYOUTS})")
     for t in (tier.w13, tier.w2):
         if getattr(t, "nf3_code_layout", "packed") != "nibble":
             nf3_nibble.repack_inplace(t)

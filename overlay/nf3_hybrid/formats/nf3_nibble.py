@@ -10,9 +10,9 @@ Why: the kernels decode codes with byte permutes whose selectors are nibbles. Fr
 checkpoint's 24-bit words each selector takes a three-step bit spread (six integer
 instructions) plus cutting the word out of the 96-bit group; here three of the four
 selectors are one AND, the fourth three shifts and three logic ops. Measured on the H200
-(session 8, ``bench/results/bench_moe_h200_s8_*``): the NF3 decode GEMV with this
-instruction stream was 9-12 % faster at 8-64 tokens, the GEMV being bound by the integer
-pipe.
+(session 8, ``bench/results/bench_moe_h200_s8_nibble_{old,new}.json``, with the decode
+GEMV's group-wide inline block that the layout allows): the NF3 tier 8-16 % faster from 1
+to 64 tokens, the GEMV being bound by the integer pipe; prefill 1-2 %.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import torch
 from . import nf3
 
 GROUP_BYTES = 12
-LAYOUTS = ("packed", "nibble")
+LAYOUTS = ("packed", "nibble")  # TierWeights.code_layout: the checkpoint's, this one
 
 
 def _check(t: torch.Tensor, what: str) -> None:
