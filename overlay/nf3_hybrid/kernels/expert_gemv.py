@@ -161,9 +161,11 @@ def _e2m1_word_dots(words, first, pstride, vtab_ptr, t0, t1, t2, FMT: tl.constex
 
 
 @triton.jit
-def _nf3_fourth(a, b, c):
+def nf3_fourth_word(a, b, c):
     """The fourth code word of nibble-layout groups (codes 24-31, from the top bits of the
-    nibbles of words a, b, c) with its codes in the low bits of its nibbles."""
+    nibbles of words a, b, c) with its codes in the low bits of its nibbles (its own top
+    bits clear). Signed or unsigned words alike: the masks drop what a shift brings in.
+    Also the grouped tiles' (expert_mlp.py)."""
     return ((a >> 3) & 0x11111111) | ((b >> 2) & 0x22222222) | ((c >> 1) & 0x44444444)
 
 
@@ -186,7 +188,7 @@ def _nf3_group_dots(a, b, c, first, wstride, pstride, vtab_ptr, t0, t1, t2, t3, 
     part = _word_dots(a, first, pstride, vtab_ptr, 0)
     part += _word_dots(b, first + wstride, pstride, vtab_ptr, 0)
     part += _word_dots(c, first + 2 * wstride, pstride, vtab_ptr, 0)
-    part += _word_dots(_nf3_fourth(a, b, c), first + 3 * wstride, pstride, vtab_ptr, 0)
+    part += _word_dots(nf3_fourth_word(a, b, c), first + 3 * wstride, pstride, vtab_ptr, 0)
     return part
 
 

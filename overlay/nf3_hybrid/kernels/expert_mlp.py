@@ -71,6 +71,7 @@ import triton
 import triton.language as tl
 
 from . import fit_tile
+from .expert_gemv import nf3_fourth_word
 from .ptx_decode import (E2M1_TABLE_WORDS, E2M1_VALUES_ASM, E2M1_VALUES_CONSTRAINTS, NF3_VALUES_ASM,
                          NF3_VALUES_CONSTRAINTS)
 
@@ -145,7 +146,7 @@ def _nf3_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, pt0, pt
     w2 = tl.load(p + 2)
     # nibble layout (formats/nf3_nibble.py): codes 8j..8j+7 in the low bits of word j's
     # nibbles, the fourth word's codes in the nibbles' top bits (cleared by the decoders)
-    w3 = ((w0 >> 3) & 0x11111111) | ((w1 >> 2) & 0x22222222) | ((w2 >> 1) & 0x44444444)
+    w3 = nf3_fourth_word(w0, w1, w2)
     words = tl.interleave(tl.interleave(w0, w2), tl.interleave(w1, w3))  # [BN, 4G]
     s = _widen(_scale_values(sbits, 0).to(DT), 4)  # [BN, 4G]: each word's group scale
     if PTX:
