@@ -38,8 +38,9 @@ cycles waiting on loads. Tried then, none faster: register caps (spills), smalle
 activations keep L1 (36.4 → 40.2 µs at one token, bench_moe_h200_s5_gemv_cg.json), fewer
 decode instructions (an NF3 nibble layout, expert_mlp.py; adopted in session 8, see
 below). More loads in flight per warp is what is left. Session 6
-(bench_moe_h200_s6_*.json): programs of one warp with 2 gate/up rows and 8 down rows took 32.7 / 87.4 / 286.8 µs at 1 / 4 / 16 tokens against 35.5 /
-106.7 / 360.1 (two warps, 4 and 16 rows). Measured slower and dropped: the weight loads
+(bench_moe_h200_s6_*.json): programs of one warp with 2 gate/up rows and 8 down rows
+took 32.7 / 87.4 / 286.8 µs at 1 / 4 / 16 tokens against 35.5 / 106.7 / 360.1 (two
+warps, 4 and 16 rows). Measured slower and dropped: the weight loads
 issued blocks ahead by Triton's pipeliner (``tl.range(num_stages=…)``: async copies to
 shared memory, 64-96 registers instead of 128; 12-90 % slower), the top-k sum done by
 the down GEMV's last program per output tile (one barrier and one gpu-scope
@@ -225,9 +226,9 @@ def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, st
     decoded (two blocks ahead, session 8: +38 registers, 2-10 % slower from 2 tokens on,
     sweep_h200_s8_pf.json). With PDL (programmatic dependent launch: this kernel may
     start while the one writing the activations still runs) the first block's weights
-    are loaded before waiting for that kernel, the activations after. Partial sums stay per element and are
-    reduced once at the end (a reduction across lanes every K-step would cost more than
-    the decoding).
+    are loaded before waiting for that kernel, the activations after. Partial sums stay
+    per element and are reduced once at the end (a reduction across lanes every K-step
+    would cost more than the decoding).
 
     Layouts: every tensor of the loop keeps units across lanes and rows (and a unit's
     words) in registers, the layout of the activation loads, which serve all R rows. The

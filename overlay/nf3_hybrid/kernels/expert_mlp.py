@@ -21,7 +21,8 @@ in the nibbles of its three words, 24-31 in the nibbles' top bits), so that thre
 here first, when the decode GEMV still moved its words through shared memory: 11-14 %
 fewer SASS instructions in the NF3 loops, no faster (bench_moe_h200_s5_nibble.json).
 Session 8, after the GEMV's layout fix left it bound by the integer pipe: the NF3 tier
-10-16 % faster at 8-64 tokens (bench_moe_h200_s8_*.json), which made it the layout.
+8-16 % faster from 1 to 64 tokens (bench_moe_h200_s8_nibble_*.json), which made it the
+layout.
 Dequantization, and what the H200 measurements taught:
 - NF3: a 32-code group is 12 bytes = three int32 words, loaded once; the fourth code word
   is gathered from their nibbles' top bits and the four are put in order with

@@ -103,7 +103,7 @@ _E2M1_INPUTS = ("w", "x00", "x01", "x02", "x03", "ta", "tb", "z")
 # and a zero (passed in rather than set inside the block, so that they are set once per
 # kernel instead of once per word)
 E2M1_TABLE_WORDS = (0x3E3C3800, 0x46444240, 0)
-_TEMPS = ("t", "s", "m", "sel", "lo", "hi", "u", "sg", "q0", "q1", "q2", "q3")
+_TEMPS = ("t", "m", "sel", "lo", "hi", "u", "sg", "q0", "q1", "q2", "q3")
 # the unit block: the group's three words, its 16 activation pairs (word j, pair q: xjq),
 # the table
 _UNIT_INPUTS = ("A", "B", "C") + tuple(f"x{j}{q}" for j in range(4) for q in range(4)) + ("L0", "L1", "H0", "H1")
