@@ -267,6 +267,9 @@ def plot(res, path):
 # candidate tile configs per batch class; "gemv" is the per-pair decode path, timed
 # against the grouped path's "small" configs on the same token counts
 SWEEP = {
+    # the default's down tiles follow the intermediate size (triton_tiers.down_tiles); the
+    # first candidate here is I=2048's, the last I=512's (session 9: ~10 % faster there at
+    # 1-96 tokens, sweep_h200_s9c.json)
     "gemv": [dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1),
              # session 5: smaller tiles with fewer registers on two warps were within 5 %
              # (bench_moe_h200_s5_gemv.json; ncu at 8 tokens: 4 of 16 warps per scheduler,
@@ -293,13 +296,22 @@ SWEEP = {
              # session 8 (sweep_h200_s8_pf.json, nibble layout): the next two K-blocks in
              # flight (+38 registers; code not kept) and BN13=1/BN2=4 2-10 % slower from two
              # tokens on
-             dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1, pdl=0)],
+             dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1, pdl=0),
+             dict(BN13=2, BK13=1024, BN2=16, BK2=256, warps=1),
+             dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1)],
     "small": [
         dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1),
         dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, magic=1, ptx=1),
         dict(BM=16, BN13=32, BK13=256, BN2=64, BK2=256, warps=4, stages=2, ptx=1),
         # session 8: NVFP4 tiles decoded by the byte-permute block (ptx4), the default in
         # every grouped class (sweep_h200_s8_ptx4.json)
+        dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1, ptx4=1),
+    ],
+    # session 9 (sweep_h200_s9.json, _s9b.json): the mid tiles with 16-token blocks, from the
+    # GEMV's end to 256 tokens
+    "narrow": [
+        dict(BM=16, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1),
+        dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1),
         dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1, ptx4=1),
     ],
     "mid": [
@@ -344,7 +356,8 @@ SWEEP = {
         # (sweep_h200_s7_large8w.json)
     ],
 }
-SWEEP_TOKENS = {"gemv": (1, 2, 4, 8, 16, 32, 64), "small": (1, 8, 16, 64), "mid": (256, 512, 1024), "large": (2048, 4096)}
+SWEEP_TOKENS = {"gemv": (1, 2, 4, 8, 16, 32, 64, 96), "small": (1, 8, 16, 64), "narrow": (128, 256),
+                "mid": (512, 768), "large": (1024, 2048, 4096)}
 
 
 def sweep(inter=512, log=print, classes=None) -> dict:
@@ -365,8 +378,8 @@ def sweep(inter=512, log=print, classes=None) -> dict:
     ex = LayerExecutor({0: TritonTier(random_tier("nvfp4", Kn, H, inter, kmap, 1), ws),
                         1: TritonTier(random_tier("nf3", E - Kn, H, inter, nmap, 2), ws)}, H)
     chosen, trials = {}, []
-    default = {"gemv": triton_tiers.kernel_config(1, False), "small": triton_tiers.grouped_config(64, False),
-               "mid": triton_tiers.grouped_config(512, False), "large": triton_tiers.grouped_config(2048, False)}
+    default = {"gemv": triton_tiers.kernel_config(1, False, inter),
+               **{triton_tiers.grouped_class(m): triton_tiers.grouped_config(m, False) for m in triton_tiers.class_sizes()}}
     gemv_tokens = executor_mod.GEMV_TOKENS
     for cls, cands in SWEEP.items():
         if classes and cls not in classes:

@@ -211,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--out-dir", default="bench/results")
     b.add_argument("--tag", default="h200")
     b.add_argument("--sweep", action="store_true", help="first pick kernel tile configs by timing candidates")
-    b.add_argument("--sweep-classes", nargs="*", choices=["gemv", "small", "mid", "large"],
+    b.add_argument("--sweep-classes", nargs="*", choices=["gemv", "small", "narrow", "mid", "large"],
                    help="batch classes --sweep times (default: all)")
     b.add_argument("--gemv-tokens", type=int, help="batch sizes up to this take the per-pair decode path "
                    "(default: the built-in threshold)")

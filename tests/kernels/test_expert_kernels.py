@@ -29,6 +29,14 @@ def rel(a, b):
     return float((a.float() - b.float()).norm() / b.float().norm().clamp_min(1e-30))
 
 
+def gemv_up_to(monkeypatch, n):
+    """The per-pair path up to n tokens (these tests' batches of 70 are to take the grouped
+    path, at any built-in threshold)."""
+    from nf3_hybrid.backends import executor
+
+    monkeypatch.setattr(executor, "GEMV_TOKENS", n)
+
+
 def build(kept_fmt, n_kept, num_experts, hidden, inter, max_tokens, topk, seed=0, codebook=None):
     kmap, nmap = split_experts(num_experts, n_kept, seed)
     a = make_tier(kept_fmt, n_kept, hidden, inter, kmap, DEV, seed + 1)
@@ -42,7 +50,8 @@ def build(kept_fmt, n_kept, num_experts, hidden, inter, max_tokens, topk, seed=0
 
 @pytest.mark.parametrize("kept_fmt", ["nvfp4", "mxfp4_e8m0k32"])
 @pytest.mark.parametrize("m,topk", [(1, 1), (1, 8), (3, 4), (17, 2), (33, 3), (70, 8)])
-def test_hybrid_layer_matches_reference(kept_fmt, m, topk):
+def test_hybrid_layer_matches_reference(kept_fmt, m, topk, monkeypatch):
+    gemv_up_to(monkeypatch, 64)
     ref, tri, ws = build(kept_fmt, 5, 16, 128, 64, max(64, m), 8, seed=m)
     assert tri.fused and tri.graph_safe
     w, ids = routing(m, 16, topk, seed=m, device=DEV)
@@ -104,12 +113,28 @@ def test_tokens_beyond_one_chunk_and_capacity():
         tri.forward(torch.zeros(41, 128, dtype=torch.bfloat16, device=DEV), w, ids)
 
 
+def test_decode_path_refuses_more_tokens_than_its_scratch(monkeypatch):
+    """The GEMV's scratch is sized from the threshold when the workspace is planned; a
+    threshold raised later must give a clear error, not writes past the scratch (what an
+    experiment script of session 9 did on the H200: an illegal memory access)."""
+    from nf3_hybrid.backends import triton_tiers
+
+    monkeypatch.setattr(triton_tiers, "GEMV_TOKENS", 16)
+    _, tri, ws = build("nvfp4", 4, 16, 128, 64, 80, 4)
+    assert ws.planes.shape[1] == 16
+    gemv_up_to(monkeypatch, 64)
+    w, ids = routing(30, 16, 4, seed=4, device=DEV)
+    with pytest.raises(CapacityError, match="decode path got 30 tokens; its scratch was planned for 16"):
+        tri.forward(torch.zeros(30, 128, dtype=torch.bfloat16, device=DEV), w, ids)
+
+
 @pytest.mark.parametrize("m", [5, 70])
-def test_output_reproducible_and_experts_of_no_tier_skipped(m):
+def test_output_reproducible_and_experts_of_no_tier_skipped(m, monkeypatch):
     """Two experts belong to neither tier (expert parallelism: another rank holds them):
     their pairs contribute nothing, and their never-written (poisoned) pair rows are not
     read. Two runs of one batch give the same bits (rows summed in slot order), with the
     sort order of the routing in between scrambled by other batches."""
+    gemv_up_to(monkeypatch, 64)
     kmap, nmap = split_experts(16, 5, 7)
     for g in (3, 11):
         kmap[g] = nmap[g] = -1
@@ -133,7 +158,7 @@ def test_output_reproducible_and_experts_of_no_tier_skipped(m):
     assert torch.equal(tri.forward(x, w, ids), first)
 
 
-@pytest.mark.parametrize("kept_fmt,m,cls", [("nvfp4", 3, "gemv"), ("mxfp4_e8m0k32", 70, "mid")])
+@pytest.mark.parametrize("kept_fmt,m,cls", [("nvfp4", 3, "gemv"), ("mxfp4_e8m0k32", 70, "grouped")])
 def test_sizes_not_a_multiple_of_the_tiles(kept_fmt, m, cls, monkeypatch):
     """Hidden and intermediate sizes that are multiples of 32 only (all the formats need;
     gpt-oss has hidden 2880) under the H200's tile shapes (K steps of 64-1024, N tiles of
@@ -147,6 +172,8 @@ def test_sizes_not_a_multiple_of_the_tiles(kept_fmt, m, cls, monkeypatch):
         tiles = triton_tiers.kernel_config(1, False) if DEV == "cuda" else dict(BN13=64, BK13=1024, BN2=128,
                                                                                   BK2=512, warps=4)
     else:
+        gemv_up_to(monkeypatch, 64)
+        cls = triton_tiers.grouped_class(m)
         tiles = triton_tiers._GROUPED_TILES[cls]
     monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", {cls: dict(tiles)})
     ref, tri, ws = build(kept_fmt, 5, 16, 160, 96, 80, 4, seed=m)
@@ -193,7 +220,7 @@ def test_glm5_shapes_on_gpu(inter):
         pytest.skip("GPU shapes")
     ref, tri, ws = build("nvfp4", 64, 256, 6144, inter, 8192, 8, seed=inter)
     # both sides of each path switch; 4097 and 8192: several passes over the scratch
-    for m in (1, 8, 63, 64, 65, 511, 2048, 4097, 8192):
+    for m in (1, 8, 63, 64, 65, 112, 113, 257, 511, 2048, 4097, 8192):
         w, ids = routing(m, 256, 8, seed=m, device=DEV)
         x = (torch.randn(m, 6144, device=DEV) * 2).to(torch.bfloat16)
         poison(ws)
@@ -201,7 +228,7 @@ def test_glm5_shapes_on_gpu(inter):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("m", [1, 8, 64, 300])
+@pytest.mark.parametrize("m", [1, 8, 64, 112, 200, 300])
 def test_cuda_graph_replay_gives_the_eager_bits(m):
     """What vLLM runs: the layer captured in a CUDA graph and replayed on new inputs — the
     decode path with its launches chained by programmatic dependent launch (up to 8 tokens)
@@ -245,9 +272,9 @@ def test_e2m1_decoded_by_shifts(kept_fmt, monkeypatch):
     ref, tri, ws = build(kept_fmt, 9, 16, 128, 64, 80, 4, seed=77)
     got = {}
     for magic in (1, 2):
-        cfgs = {"gemv": dict(triton_tiers.kernel_config(1, interp)),
-                **{c: dict(triton_tiers.grouped_config(m, interp), magic=magic) for c, m in (("small", 20),
-                                                                                           ("mid", 99))}}
+        cfgs = {"gemv": dict(triton_tiers.kernel_config(1, interp, 64)),
+                **{triton_tiers.grouped_class(m): dict(triton_tiers.grouped_config(m, interp), magic=magic)
+                   for m in (20, 70)}}
         monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", cfgs)
         for m in (2, 20, 70):
             w, ids = routing(m, 16, 4, seed=m, device=DEV)
@@ -267,6 +294,7 @@ def test_activations_on_the_left_of_the_products(kept_fmt, monkeypatch):
     from nf3_hybrid.backends import triton_tiers
 
     interp = triton_tiers.interpret()
+    gemv_up_to(monkeypatch, 64)
     ref, tri, ws = build(kept_fmt, 6, 16, 128, 64, 1000, 4, seed=41)
     for m in (70,) if interp else (300, 1000):  # the mid and large classes on the GPU
         w, ids = routing(m, 16, 4, seed=m, device=DEV)
@@ -292,12 +320,14 @@ def test_activations_converted_to_fp16_once_per_chunk(kept_fmt, monkeypatch):
     from nf3_hybrid.backends import triton_tiers
 
     interp = triton_tiers.interpret()
+    gemv_up_to(monkeypatch, 64)
     ref, tri, ws = build(kept_fmt, 5, 16, 128, 64, 80, 4, seed=31)
     w, ids = routing(70, 16, 4, seed=70, device=DEV)
     x = (torch.randn(70, 128, generator=torch.Generator().manual_seed(70)) * 2).to(torch.bfloat16).to(DEV)
     got = {}
     for x16 in (0, 1):
-        monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", {"mid": dict(triton_tiers.grouped_config(70, interp), x16=x16)})
+        monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE",
+                            {triton_tiers.grouped_class(70): dict(triton_tiers.grouped_config(70, interp), x16=x16)})
         poison(ws)
         got[x16] = tri.forward(x, w, ids)
         assert (ws.x16 is None) == (x16 == 0)  # made on first use only
@@ -333,13 +363,14 @@ def _grouped_only(monkeypatch, cls, tokens, n_kept, seed):
 
     monkeypatch.setattr(executor, "GEMV_TOKENS", 0)
     ref, tri, ws = build("nvfp4", n_kept, 64, 1024, 512, 2048, 8, seed=seed)
-    classes = {c: triton_tiers.grouped_config(m, False) for c, m in (("small", 1), ("mid", 500), ("large", 2000))}
+    classes = {triton_tiers.grouped_class(m): triton_tiers.grouped_config(m, False) for m in triton_tiers.class_sizes()}
     assert all(triton_tiers.grouped_class(m) == cls for m in tokens)
     return ref, tri, ws, classes
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("cls,tokens", [("small", (5, 17, 64)), ("mid", (65, 300, 768)), ("large", (769, 2048))])
+@pytest.mark.parametrize("cls,tokens", [("small", (5, 17, 64)), ("narrow", (65, 200, 256)), ("mid", (257, 768)),
+                                        ("large", (769, 2048))])
 def test_nf3_tiles_decoded_in_registers_on_gpu(monkeypatch, cls, tokens):
     """The grouped path with the NF3 tile decoded by inline PTX (tile option ``ptx``; the
     Triton interpreter has no inline assembly, so this runs on the GPU host only): against
@@ -365,7 +396,8 @@ def test_nf3_tiles_decoded_in_registers_on_gpu(monkeypatch, cls, tokens):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("cls,tokens", [("small", (5, 64)), ("mid", (65, 300)), ("large", (769, 2048))])
+@pytest.mark.parametrize("cls,tokens", [("small", (5, 64)), ("narrow", (65, 256)), ("mid", (257, 300)),
+                                        ("large", (769, 2048))])
 def test_nvfp4_tiles_decoded_in_registers_on_gpu(monkeypatch, cls, tokens):
     """The grouped path's NVFP4 tile decoded by the byte-permute PTX block (tile option
     ``ptx4``; GPU only: the interpreter has no inline assembly) gives the bits of the
@@ -389,7 +421,7 @@ def test_nvfp4_tiles_decoded_in_registers_on_gpu(monkeypatch, cls, tokens):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("m", [100, 700, 2500])
+@pytest.mark.parametrize("m", [200, 700, 2500])
 def test_tiers_on_two_streams_give_the_one_stream_bits(monkeypatch, m):
     """The grouped path runs the kept tier on a side stream beside the NF3 tier
     (``CONCURRENT_TIERS``): the same bits as one after the other, for every grouped class

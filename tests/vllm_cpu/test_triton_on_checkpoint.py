@@ -5,6 +5,7 @@ sizes. On this GPU-less machine the kernels run under TRITON_INTERPRET=1."""
 import pytest
 import torch
 
+from nf3_hybrid.backends import executor
 from nf3_hybrid.backends.executor import LayerExecutor
 from nf3_hybrid.backends.triton_tiers import TritonTier, Workspace
 from nf3_hybrid.bitmap import KEPT, NF3
@@ -19,15 +20,16 @@ def tiny_mx(make_ckpt):
 
 
 @pytest.mark.parametrize("ckpt_name", ["tiny_hybrid", "tiny_mx"])
-def test_triton_tiers_on_checkpoint_tensors(vllm_tp1, ckpt_name, request):
+def test_triton_tiers_on_checkpoint_tensors(vllm_tp1, ckpt_name, request, monkeypatch):
     ckpt = request.getfixturevalue(ckpt_name)
     method = H.loaded_moe(ckpt, LAYER).routed_experts.quant_method
     kept, nf3 = method.tiers[KEPT], method.tiers[NF3]
+    monkeypatch.setattr(executor, "GEMV_TOKENS", 64)
     ws = Workspace(torch.device("cpu"))
     ws.reserve(80, 4, kept.hidden, kept.inter, max(kept.num_experts, nf3.num_experts))
     tri = LayerExecutor({KEPT: TritonTier(kept, ws), NF3: TritonTier(nf3, ws)}, kept.hidden)
     experts = H.dequantized_experts(ckpt, LAYER)
-    for m in (3, 70):  # the per-pair GEMV up to 64 tokens, the grouped GEMMs above
+    for m in (3, 70):  # the per-pair GEMV up to 64 tokens (set above), the grouped GEMMs above
         w, ids = H.random_routing(m, 32, 4, seed=m)
         x = torch.randn(m, kept.hidden, generator=torch.Generator().manual_seed(m)).to(torch.bfloat16)
         for t in (ws.planes, ws.pair_inter, ws.pair_rows, ws.inter_cache):

@@ -13,7 +13,7 @@ import torch
 
 from .base import TierBackend
 from .base import MXFP4, NVFP4
-from .triton_tiers import (DECODE_TOKENS, GEMV_TOKENS, TritonTier, check_capacity, run_chunk, run_decode,
+from .triton_tiers import (GEMV_TOKENS, TritonTier, check_capacity, class_sizes, run_chunk, run_decode,
                            stacked_maps)
 
 _compiled = set()
@@ -32,8 +32,8 @@ class LayerExecutor:
         self.graph_safe = all(b.graph_safe for b in active)
 
     def warmup(self, num_experts: int, topk: int, dtype=torch.bfloat16):
-        """Compile every kernel variant this layer shape uses (decode GEMV, small and large
-        grouped GEMM) now, while weights load — not during serving or CUDA-graph capture.
+        """Compile every kernel variant this layer shape uses (the decode GEMV, each grouped
+        class above it) now, while weights load — not during serving or CUDA-graph capture.
         Once per process and shape."""
         if not self.fused:
             return
@@ -43,7 +43,8 @@ class LayerExecutor:
             return
         _compiled.add(key)
         dev = t.ws.device
-        for m in (1, GEMV_TOKENS + 1, DECODE_TOKENS + 1):
+        sizes = sorted({1, GEMV_TOKENS + 1, *(c for c in class_sizes() if c > GEMV_TOKENS)})
+        for m in sizes:
             if m > t.ws.max_tokens:
                 break
             ids = (torch.arange(m * topk, device=dev, dtype=torch.int32) % num_experts).view(m, topk)

@@ -27,8 +27,11 @@ CHUNK_TOKENS = 2048
 # at most this many tokens: the per-pair GEMV path (no routing sort); above: grouped GEMM.
 # H200, GLM-5.2 shape, I=512, one run's code: the GEMV took 1818 µs at 64 tokens
 # (bench/results/bench_moe_h200.json), the grouped path's decode tiles 2261 / 3165 µs at
-# 32 / 64 tokens (bench_moe_h200_grouped_decode.json)
-GEMV_TOKENS = 64
+# 32 / 64 tokens (bench_moe_h200_grouped_decode.json). Session 9, after sessions 7-8 made
+# both faster: GEMV / grouped (16-token blocks) 1360 / 1469 µs at 96 tokens, 1449 / 1477 at
+# 104, 1562 / 1510 at 112 (sweep_h200_s9b.json, the GEMV's down tiles before the I-sized
+# ones below, which took another ~10 % off it at I=512: sweep_h200_s9c.json)
+GEMV_TOKENS = 112
 DECODE_TOKENS = 64
 # the grouped path runs the kept tier's two GEMMs on a second CUDA stream, beside the NF3
 # tier's (each tier's launch covers every expert block and most of them exit at once: on
@@ -46,9 +49,10 @@ class CapacityError(RuntimeError):
     """A batch larger than the token capacity the scratch was planned for."""
 
 
-def kernel_config(m: int, interp: bool) -> dict:
+def kernel_config(m: int, interp: bool, inter: int = 2048) -> dict:
     """Tile shapes for a batch of m tokens: the per-pair decode GEMV up to GEMV_TOKENS,
-    else the grouped path's (``grouped_config``)."""
+    else the grouped path's (``grouped_config``). ``inter``: the layer's (per-rank)
+    intermediate size, the down GEMV's K, which sets its tiles (``down_tiles``)."""
     if m > GEMV_TOKENS:
         return grouped_config(m, interp)
     if CONFIG_OVERRIDE is not None and "gemv" in CONFIG_OVERRIDE:
@@ -59,7 +63,23 @@ def kernel_config(m: int, interp: bool) -> dict:
     # tokens against 35.5 / 106.7 / 360.1 with session 5's BN13=4, BN2=16 on two warps (not
     # profiled; a one-warp program's row sums need no cross-warp reduction through shared
     # memory, and at the same registers per thread twice as many programs fit on an SM)
-    return dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1)
+    return dict(BN13=2, BK13=1024, warps=1, **down_tiles(inter))
+
+
+def down_tiles(inter: int) -> dict:
+    """The down GEMV's rows and K-step per program: 4096 weights in four K-steps, K-steps
+    of 128-512. H200, GLM-5.2 shape, hybrid layer at 1 / 8 / 64 tokens (session 9,
+    sweep_h200_s9c.json and _s9d.json):
+    - I=512 (TP 4): BN2=32, BK2=128 24.5 / 126.7 / 824.1 µs against 27.6 / 147.7 / 908.8
+      with the earlier BN2=8, BK2=512 (one K-step: a program issued its loads once and
+      waited); 16/256 and 64/64 in between, 16/128 (2048 weights) and 32/256 slower;
+    - I=1024 (TP 2): 16/256 41.2 / 230.8 / 1631 against 8/512's 39.9 / 236.1 / 1688;
+    - I=2048 (TP 1), at 1 / 4 / 64 tokens: 8/512 67.3 / 232.8 / 3266 against 16/256's 70.0 /
+      234.7 / 3231 and 32/128's 71.4 / 242.1 / 3224."""
+    bk = 128
+    while bk < 512 and bk * 4 < inter:
+        bk *= 2
+    return dict(BN2=4096 // bk, BK2=bk)
 
 
 # grouped-path tiles per batch class (``grouped_class``): fastest of the candidates timed
@@ -85,25 +105,43 @@ def kernel_config(m: int, interp: bool) -> dict:
 # loop 590 → 337 SASS instructions (compile_probe, Triton 3.6); 643 / 838 / 1515 µs at
 # 8 / 16 / 64 tokens in the small tiles against 818 / 977 / 1684, 1724 / 1736 at 256 / 512
 # against 1790 / 1820, 2901 / 5993 at 2048 / 4096 against 2964 / 6109.
+# Session 9 (sweep_h200_s9.json, _s9b.json): the mid tiles with 16-token blocks ("narrow",
+# from the GEMV's end to 256 tokens, ≤ 8 routed pairs per expert on average) — 1510 / 1537 /
+# 1527 / 1557 µs at 112 / 128 / 160 / 256 tokens against 1612 / 1632 / 1627 / 1651 with
+# 32-token blocks, 2217 against 1672 at 512; the small class's tiles 1603 / 1625 at 128 /
+# 256. Re-swept then and no faster than these tiles: the mid class with BK13=128 (1 %),
+# 8 warps with BN13=128, 2 or 4 stages; the large class with 128-token blocks (4 or 8
+# warps), BK13=128, 4 stages, BN2=64/BK2=128, swap13.
 _GROUPED_TILES = {
     "small": dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1, ptx4=1),
+    "narrow": dict(BM=16, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1),
     "mid": dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1),
     "large": dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1),
 }
 # under the interpreter (CPU tests): small tiles, float32 dots
 _INTERP_TILES = {
     "small": dict(BM=16, BN13=16, BK13=64, BN2=32, BK2=128, warps=4, stages=1),
+    "narrow": dict(BM=16, BN13=32, BK13=64, BN2=32, BK2=64, warps=4, stages=1),
     "mid": dict(BM=16, BN13=32, BK13=128, BN2=32, BK2=128, warps=4, stages=1),
     "large": dict(BM=16, BN13=32, BK13=128, BN2=32, BK2=128, warps=4, stages=1),
 }
+NARROW_TOKENS = 256
 MID_TOKENS = 768
+GROUPED_CLASSES = ("small", "narrow", "mid", "large")
 
 
 def grouped_class(m: int) -> str:
     """Up to DECODE_TOKENS the tiles stream weights (memory-bound: narrow token tiles);
     above they feed tensor cores, with token blocks sized to the routed pairs an expert
-    gets on average."""
-    return "small" if m <= DECODE_TOKENS else "mid" if m <= MID_TOKENS else "large"
+    gets on average (GLM-5.2's top-8 of 256: 8 at NARROW_TOKENS, 24 at MID_TOKENS)."""
+    if m <= DECODE_TOKENS:
+        return "small"
+    return "narrow" if m <= NARROW_TOKENS else "mid" if m <= MID_TOKENS else "large"
+
+
+def class_sizes() -> tuple:
+    """One token count in each grouped class (its first), for planning and warm-up."""
+    return (1, DECODE_TOKENS + 1, NARROW_TOKENS + 1, MID_TOKENS + 1)
 
 
 def grouped_config(m: int, interp: bool) -> dict:
@@ -163,7 +201,7 @@ class Workspace:
         """Grow the scratch to cover these sizes (called while processing weights); whether
         it grew. ``block_sizes``: token blocks (BM) to plan routing slots for beyond the
         built-in tiles' (the benchmark's sweep candidates)."""
-        builtin = [grouped_config(m, interpret())["BM"] for m in (1, DECODE_TOKENS + 1, MID_TOKENS + 1)]
+        builtin = [grouped_config(m, interpret())["BM"] for m in class_sizes()]
         need = (max(self.max_tokens, max_tokens), max(self.topk, topk), max(self.hidden, hidden),
                 max(self.inter, inter), max(self.n_local, n_local), max([self.max_block, *builtin, *block_sizes]))
         if need == (self.max_tokens, self.topk, self.hidden, self.inter, self.n_local, self.max_block):
@@ -336,11 +374,16 @@ def run_decode(kept, nf3_tier, result, x, topk_weights, topk_ids, weights_on_inp
     bf16 ``result`` (no routing sort, no zero-fill)."""
     ws = (kept or nf3_tier).ws
     m, topk = topk_ids.shape
+    if m > ws.planes.shape[1]:
+        # only a threshold raised after the workspace was planned gets here (the GEMV would
+        # write past its scratch)
+        raise CapacityError(f"nf3-hybrid: the decode path got {m} tokens; its scratch was planned for "
+                            f"{ws.planes.shape[1]} (GEMV_TOKENS when the workspace was sized)")
     ids, tw = _flat_routing(topk_weights, topk_ids)
     pairs = ids.numel()
     inter = (kept or nf3_tier).tier.inter
     expert_gemv.launch_decode(kept, nf3_tier, x, tw, ids, topk, ws.planes, ws.pair_inter[:pairs, :inter],
-                              ws.pair_rows[:pairs], result, weights_on_input, kernel_config(m, interpret()),
+                              ws.pair_rows[:pairs], result, weights_on_input, kernel_config(m, interpret(), inter),
                               asm=not interpret(), pdl=ws.pdl)
 
 
