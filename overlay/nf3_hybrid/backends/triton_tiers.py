@@ -127,7 +127,6 @@ _INTERP_TILES = {
 }
 NARROW_TOKENS = 256
 MID_TOKENS = 768
-GROUPED_CLASSES = ("small", "narrow", "mid", "large")
 
 
 def grouped_class(m: int) -> str:
