@@ -13,6 +13,7 @@ import torch
 
 from .base import TierBackend
 from .base import MXFP4, NVFP4
+from ..kernels import interpret
 from .triton_tiers import (GEMV_TOKENS, TritonTier, check_capacity, class_sizes, run_chunk, run_decode,
                            stacked_maps)
 
@@ -34,8 +35,10 @@ class LayerExecutor:
     def warmup(self, num_experts: int, topk: int, dtype=torch.bfloat16):
         """Compile every kernel variant this layer shape uses (the decode GEMV, each grouped
         class above it) now, while weights load — not during serving or CUDA-graph capture.
-        Once per process and shape."""
-        if not self.fused:
+        Once per process and shape. Not under TRITON_INTERPRET: the interpreter compiles
+        nothing, and running the layer at every class's size there only costs minutes (the
+        CPU suite's vLLM engines)."""
+        if not self.fused or interpret():
             return
         t = self.triton[0]
         key = (self.hidden, t.tier.inter, tuple(b.tier.fmt for b in self.triton), topk, t.ws.device)

@@ -121,7 +121,7 @@ _GROUPED_TILES = {
 # under the interpreter (CPU tests): small tiles, float32 dots
 _INTERP_TILES = {
     "small": dict(BM=16, BN13=16, BK13=64, BN2=32, BK2=128, warps=4, stages=1),
-    "narrow": dict(BM=16, BN13=32, BK13=64, BN2=32, BK2=64, warps=4, stages=1),
+    "narrow": dict(BM=16, BN13=32, BK13=128, BN2=32, BK2=128, warps=4, stages=1),
     "mid": dict(BM=16, BN13=32, BK13=128, BN2=32, BK2=128, warps=4, stages=1),
     "large": dict(BM=16, BN13=32, BK13=128, BN2=32, BK2=128, warps=4, stages=1),
 }
