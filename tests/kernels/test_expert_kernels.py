@@ -11,7 +11,7 @@ import torch
 from nf3_hybrid.backends.executor import LayerExecutor
 from nf3_hybrid.backends.ref import RefBackend
 from nf3_hybrid.backends.triton_tiers import CapacityError, TritonTier, Workspace
-from tests.kernels.tiers import make_tier, routing, split_experts
+from tests.kernels.tiers import gemv_up_to, make_tier, routing, split_experts
 
 DEV = "cuda" if torch.cuda.is_available() else "cpu"
 TOL = 1.5e-2  # bf16 activations, bf16 intermediate cache and output
@@ -27,14 +27,6 @@ def poison(ws):
 
 def rel(a, b):
     return float((a.float() - b.float()).norm() / b.float().norm().clamp_min(1e-30))
-
-
-def gemv_up_to(monkeypatch, n):
-    """The per-pair path up to n tokens (these tests' batches of 70 are to take the grouped
-    path, at any built-in threshold)."""
-    from nf3_hybrid.backends import executor
-
-    monkeypatch.setattr(executor, "GEMV_TOKENS", n)
 
 
 def build(kept_fmt, n_kept, num_experts, hidden, inter, max_tokens, topk, seed=0, codebook=None):

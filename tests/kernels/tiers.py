@@ -59,3 +59,11 @@ def routing(m, num_experts, topk, seed=0, device="cpu"):
     ids = torch.stack([torch.randperm(num_experts, generator=g)[:topk] for _ in range(m)]).to(torch.int32)
     w = torch.rand(m, topk, generator=g) + 0.05
     return (w / w.sum(1, keepdim=True)).to(device), ids.to(device)
+
+
+def gemv_up_to(monkeypatch, n):
+    """The per-pair path up to n tokens: tests whose batches of 70 are to take the grouped
+    path pin it, whatever the built-in threshold."""
+    from nf3_hybrid.backends import executor
+
+    monkeypatch.setattr(executor, "GEMV_TOKENS", n)

@@ -5,10 +5,10 @@ sizes. On this GPU-less machine the kernels run under TRITON_INTERPRET=1."""
 import pytest
 import torch
 
-from nf3_hybrid.backends import executor
 from nf3_hybrid.backends.executor import LayerExecutor
 from nf3_hybrid.backends.triton_tiers import TritonTier, Workspace
 from nf3_hybrid.bitmap import KEPT, NF3
+from tests.kernels.tiers import gemv_up_to
 from tests.vllm_cpu import harness as H
 
 LAYER = 3
@@ -24,7 +24,7 @@ def test_triton_tiers_on_checkpoint_tensors(vllm_tp1, ckpt_name, request, monkey
     ckpt = request.getfixturevalue(ckpt_name)
     method = H.loaded_moe(ckpt, LAYER).routed_experts.quant_method
     kept, nf3 = method.tiers[KEPT], method.tiers[NF3]
-    monkeypatch.setattr(executor, "GEMV_TOKENS", 64)
+    gemv_up_to(monkeypatch, 64)
     ws = Workspace(torch.device("cpu"))
     ws.reserve(80, 4, kept.hidden, kept.inter, max(kept.num_experts, nf3.num_experts))
     tri = LayerExecutor({KEPT: TritonTier(kept, ws), NF3: TritonTier(nf3, ws)}, kept.hidden)

@@ -36,8 +36,7 @@ class LayerExecutor:
         """Compile every kernel variant this layer shape uses (the decode GEMV, each grouped
         class above it) now, while weights load — not during serving or CUDA-graph capture.
         Once per process and shape. Not under TRITON_INTERPRET: the interpreter compiles
-        nothing, and running the layer at every class's size there only costs minutes (the
-        CPU suite's vLLM engines)."""
+        nothing, so a warm-up there would only run the layer."""
         if not self.fused or interpret():
             return
         t = self.triton[0]

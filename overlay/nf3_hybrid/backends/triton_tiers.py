@@ -112,17 +112,19 @@ def down_tiles(inter: int) -> dict:
 # 256. Re-swept then and no faster than these tiles: the mid class with BK13=128 (1 %),
 # 8 warps with BN13=128, 2 or 4 stages; the large class with 128-token blocks (4 or 8
 # warps), BK13=128, 4 stages, BN2=64/BK2=128, swap13.
+_MID_TILES = dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1)
 _GROUPED_TILES = {
     "small": dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1, ptx4=1),
-    "narrow": dict(BM=16, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1),
-    "mid": dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1),
+    "narrow": dict(_MID_TILES, BM=16),
+    "mid": _MID_TILES,
     "large": dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1),
 }
-# under the interpreter (CPU tests): small tiles, float32 dots
+# under the interpreter (CPU tests): small tiles, float32 dots; narrow and mid alike (BM 16)
+_INTERP_MID_TILES = dict(BM=16, BN13=32, BK13=128, BN2=32, BK2=128, warps=4, stages=1)
 _INTERP_TILES = {
     "small": dict(BM=16, BN13=16, BK13=64, BN2=32, BK2=128, warps=4, stages=1),
-    "narrow": dict(BM=16, BN13=32, BK13=128, BN2=32, BK2=128, warps=4, stages=1),
-    "mid": dict(BM=16, BN13=32, BK13=128, BN2=32, BK2=128, warps=4, stages=1),
+    "narrow": _INTERP_MID_TILES,
+    "mid": _INTERP_MID_TILES,
     "large": dict(BM=16, BN13=32, BK13=128, BN2=32, BK2=128, warps=4, stages=1),
 }
 NARROW_TOKENS = 256
