@@ -361,8 +361,8 @@ def _grouped_only(monkeypatch, cls, tokens, n_kept, seed):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("cls,tokens", [("small", (5, 17, 64)), ("narrow", (65, 200, 256)), ("mid", (257, 768)),
-                                        ("large", (769, 2048))])
+@pytest.mark.parametrize("cls,tokens", [("small", (5, 17, 64)), ("narrow", (65, 200, 256)), ("mid", (257, 1024)),
+                                        ("large", (1025, 2048))])
 def test_nf3_tiles_decoded_in_registers_on_gpu(monkeypatch, cls, tokens):
     """The grouped path with the NF3 tile decoded by inline PTX (tile option ``ptx``; the
     Triton interpreter has no inline assembly, so this runs on the GPU host only): against
@@ -378,7 +378,8 @@ def test_nf3_tiles_decoded_in_registers_on_gpu(monkeypatch, cls, tokens):
         x = (torch.randn(m, 1024, device=DEV) * 2).to(torch.bfloat16)
         got = {}
         for ptx in (0, 1):
-            monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", {**classes, cls: dict(classes[cls], ptx=ptx)})
+            monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE",
+                                {**classes, cls: dict(classes[cls], ptx=ptx, mma=0, mma_kept=0)})
             poison(ws)
             got[ptx] = tri.forward(x, w, ids)
         want = ref.forward(x, w, ids)
@@ -389,7 +390,7 @@ def test_nf3_tiles_decoded_in_registers_on_gpu(monkeypatch, cls, tokens):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("cls,tokens", [("small", (5, 64)), ("narrow", (65, 256)), ("mid", (257, 300)),
-                                        ("large", (769, 2048))])
+                                        ("large", (1025, 2048))])
 def test_nvfp4_tiles_decoded_in_registers_on_gpu(monkeypatch, cls, tokens):
     """The grouped path's NVFP4 tile decoded by the byte-permute PTX block (tile option
     ``ptx4``; GPU only: the interpreter has no inline assembly) gives the bits of the
@@ -405,11 +406,40 @@ def test_nvfp4_tiles_decoded_in_registers_on_gpu(monkeypatch, cls, tokens):
         x = (torch.randn(m, 1024, device=DEV) * 2).to(torch.bfloat16)
         got = {}
         for opts in (dict(magic=2, ptx4=0), dict(magic=0, ptx4=1)):
-            monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", {**classes, cls: dict(classes[cls], **opts)})
+            monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE",
+                                {**classes, cls: dict(classes[cls], mma=0, mma_kept=0, **opts)})
             poison(ws)
             got[opts["ptx4"]] = tri.forward(x, w, ids)
         assert torch.equal(got[0], got[1]), (cls, m, rel(got[1], got[0]))
         assert rel(got[1], ref.forward(x, w, ids)) < TOL, (cls, m)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cls,tokens", [("small", (25, 33, 64)), ("narrow", (65, 255)), ("mid", (257, 1024)),
+                                        ("large", (1025, 2048))])
+@pytest.mark.parametrize("on_input", [False, True])
+def test_mma_tiles_match_the_triton_tiles_and_the_reference(monkeypatch, cls, tokens, on_input):
+    """The grouped GEMMs on the mma kernels (kernels/mma_tiles.py; GPU only: Gluon has no
+    interpreter), both tiers on them: against the reference and against the Triton tiles,
+    routing weights applied after the down GEMM or on the input."""
+    if DEV != "cuda":
+        pytest.skip("the mma kernels need the GPU")
+    from nf3_hybrid.backends import triton_tiers
+
+    ref, tri, ws, classes = _grouped_only(monkeypatch, cls, tokens, n_kept=24, seed=29)
+    assert all(t.mma for t in tri.triton), "the mma kernels should run on this GPU"
+    for m in tokens:
+        w, ids = routing(m, 64, 8, seed=m + 3, device=DEV)
+        x = (torch.randn(m, 1024, device=DEV) * 2).to(torch.bfloat16)
+        got = {}
+        for mma in (0, 1):
+            monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE",
+                                {**classes, cls: dict(classes[cls], mma=mma, mma_kept=mma)})
+            poison(ws)
+            got[mma] = tri.forward(x, w, ids, weights_on_input=on_input)
+        want = ref.forward(x, w, ids, weights_on_input=on_input)
+        assert not torch.isnan(got[1]).any()
+        assert rel(got[1], want) < TOL and rel(got[1], got[0]) < TOL, (cls, m, rel(got[1], want), rel(got[1], got[0]))
 
 
 @pytest.mark.gpu

@@ -8,6 +8,7 @@ seen (vLLM's warm-up runs every captured size before capture).
 """
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass
 from typing import Dict, Optional
@@ -15,7 +16,7 @@ from typing import Dict, Optional
 import torch
 
 from ..formats import e2m1, nf3, nf3_nibble
-from ..kernels import align, expert_gemv, expert_mlp, interpret, pair_sum, ptx_decode
+from ..kernels import align, expert_gemv, expert_mlp, interpret, mma_tiles, pair_sum, ptx_decode
 from .base import MXFP4, NF3, NVFP4, TierBackend, TierWeights
 from .select import device_info
 
@@ -31,7 +32,10 @@ CHUNK_TOKENS = 2048
 # both faster: GEMV / grouped (16-token blocks) 1360 / 1469 µs at 96 tokens, 1449 / 1477 at
 # 104, 1562 / 1510 at 112 (sweep_h200_s9b.json, the GEMV's down tiles before the I-sized
 # ones below, which took another ~10 % off it at I=512: sweep_h200_s9c.json)
-GEMV_TOKENS = 112
+# Session 10, grouped GEMMs on the mma kernels (kernels/mma_tiles.py): the grouped path
+# wins from 32 tokens — GEMV / grouped 432 / 415 µs at 32, 232 / 291 at 16 (I=512), 1653 /
+# 1530 and 846 / 957 (I=2048) (layer_mma_h200_s10b.json); the threshold is put between.
+GEMV_TOKENS = 24
 DECODE_TOKENS = 64
 # the grouped path runs the kept tier's two GEMMs on a second CUDA stream, beside the NF3
 # tier's (each tier's launch covers every expert block and most of them exit at once: on
@@ -41,6 +45,8 @@ DECODE_TOKENS = 64
 CONCURRENT_TIERS = True
 # set by the benchmark's config sweep only
 CONFIG_OVERRIDE: Optional[dict] = None
+
+logger = logging.getLogger(__name__)
 
 _FMT = {NF3: expert_mlp.FMT_NF3, NVFP4: expert_mlp.FMT_NVFP4, MXFP4: expert_mlp.FMT_MXFP4}
 
@@ -112,12 +118,22 @@ def down_tiles(inter: int) -> dict:
 # 256. Re-swept then and no faster than these tiles: the mid class with BK13=128 (1 %),
 # 8 warps with BN13=128, 2 or 4 stages; the large class with 128-token blocks (4 or 8
 # warps), BK13=128, 4 stages, BN2=64/BK2=128, swap13.
-_MID_TILES = dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1)
+# Session 10: ``mma`` — the NF3 tier's two GEMMs on the mma kernels (kernels/mma_tiles.py)
+# where the GPU and Triton allow, ``mma_kept`` the NVFP4 tier's too (MXFP4 keeps the Triton
+# tiles). H200, GLM-5.2 shape, hybrid layer (layer_mma_h200_s10b.json), I=512: 644 / 680 /
+# 1109 µs at 128 / 256 / 512 tokens against 1539 / 1566 / 1681 on the Triton tiles; the
+# NVFP4 tier on them too 4-19 % faster up to 512 tokens, slower from 1024 in 64-token
+# blocks (1817 against 1729 with NF3 alone; its w13 spills there), so the large class
+# keeps the NVFP4 Triton tiles and the mid class (32-token blocks, both tiers: 1607 µs)
+# now reaches 1024 tokens.
+_MID_TILES = dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1,
+                  mma=1, mma_kept=1)
 _GROUPED_TILES = {
-    "small": dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1, ptx4=1),
+    "small": dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1, ptx4=1, mma=1, mma_kept=1),
     "narrow": dict(_MID_TILES, BM=16),
     "mid": _MID_TILES,
-    "large": dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1),
+    "large": dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1,
+                  mma=1),
 }
 # under the interpreter (CPU tests): small tiles, float32 dots; narrow and mid alike (BM 16)
 _INTERP_MID_TILES = dict(BM=16, BN13=32, BK13=128, BN2=32, BK2=128, warps=4, stages=1)
@@ -128,13 +144,13 @@ _INTERP_TILES = {
     "large": dict(BM=16, BN13=32, BK13=128, BN2=32, BK2=128, warps=4, stages=1),
 }
 NARROW_TOKENS = 256
-MID_TOKENS = 768
+MID_TOKENS = 1024
 
 
 def grouped_class(m: int) -> str:
     """Up to DECODE_TOKENS the tiles stream weights (memory-bound: narrow token tiles);
     above they feed tensor cores, with token blocks sized to the routed pairs an expert
-    gets on average (GLM-5.2's top-8 of 256: 8 at NARROW_TOKENS, 24 at MID_TOKENS)."""
+    gets on average (GLM-5.2's top-8 of 256: 8 at NARROW_TOKENS, 32 at MID_TOKENS)."""
     if m <= DECODE_TOKENS:
         return "small"
     return "narrow" if m <= NARROW_TOKENS else "mid" if m <= MID_TOKENS else "large"
@@ -234,6 +250,7 @@ class Workspace:
         regions = 2 if self.side is not None else 1
         self.inter_cache = torch.empty((regions * cap, self.inter), dtype=torch.float16, device=d)
         self.x16 = None  # tile option x16 only: see fp16_activations
+        self.x_mma = None  # mma tiles only: see mma_activations
         return True
 
     def fp16_activations(self, x: torch.Tensor) -> torch.Tensor:
@@ -244,6 +261,20 @@ class Workspace:
             self.x16 = torch.empty((self.chunk, self.hidden), dtype=torch.float16, device=self.device)
         out = self.x16[: x.shape[0]]
         out.copy_(x)
+        return out
+
+    def mma_activations(self, x16: torch.Tensor) -> torch.Tensor:
+        """The chunk's fp16 activations in the mma kernels' order
+        (kernels/mma_tiles.py), into scratch made on first use (in LayerExecutor.warmup,
+        before any CUDA graph is captured, like ``x16``)."""
+        if self.x_mma is None:
+            self.x_mma = torch.empty((self.chunk, self.hidden), dtype=torch.float16, device=self.device)
+        key = f"mma_order:{x16.shape[1]}"
+        order = self.tables.get(key)
+        if order is None:
+            order = self.tables[key] = mma_tiles.activation_order(x16.shape[1]).to(self.device)
+        out = self.x_mma[: x16.shape[0], : x16.shape[1]]
+        torch.index_select(x16, 1, order, out=out)
         return out
 
     def table(self, name: str, values, dtype=torch.float16) -> torch.Tensor:
@@ -257,7 +288,7 @@ class Workspace:
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in
                    (self.sorted_ids, self.block_expert, self.cursor, self.starts, self.ends, self.inter_cache,
-                    self.pair_rows, self.planes, self.pair_inter, self.x16) if t is not None)
+                    self.pair_rows, self.planes, self.pair_inter, self.x16, self.x_mma) if t is not None)
 
 
 def _e4m3_table():
@@ -281,6 +312,31 @@ def _to_nibble_layout(tier: TierWeights) -> None:
             nf3_nibble.repack_inplace(t)
             t.nf3_code_layout = "nibble"  # for any later TierWeights over this tensor
     tier.code_layout = "nibble"
+
+
+_MMA_FALLBACK_LOGGED = set()
+
+
+def _mma_usable(tier: TierWeights) -> bool:
+    """Whether a tier's grouped GEMMs can run on the mma kernels (kernels/mma_tiles.py): NF3
+    or NVFP4, a CUDA GPU of compute capability 8.9 or later (the e4m3 scale conversion),
+    not under TRITON_INTERPRET, K of both GEMMs in whole 128-wide windows, and a Triton
+    with Gluon. Only the last one missing is a fallback: logged once per reason."""
+    if tier.fmt not in (NF3, NVFP4) or tier.num_experts == 0 or interpret():
+        return False
+    info = device_info(tier.device)
+    if info.kind != "cuda" or tuple(info.capability) < (8, 9):
+        return False
+    if not mma_tiles.shape_fits(tier.hidden, tier.inter):
+        return False
+    missing = mma_tiles.gluon_missing()
+    if missing:
+        if missing not in _MMA_FALLBACK_LOGGED:
+            _MMA_FALLBACK_LOGGED.add(missing)
+            logger.warning("nf3-hybrid: grouped GEMMs on the Triton tiles, not the mma kernels: this Triton "
+                           "has no Gluon (%s)", missing)
+        return False
+    return True
 
 
 class TritonTier(TierBackend):
@@ -311,12 +367,16 @@ class TritonTier(TierBackend):
         self.w13_scale = tier.w13_scale.view(torch.uint8)
         self.w2_scale = tier.w2_scale.view(torch.uint8)
         self.own_maps = stacked_maps([self]) if tier.num_experts else None
+        self.mma = _mma_usable(tier)
+        self.mma_words = mma_tiles.table_words(self.fmt, self.table_words) if self.mma else None
 
     def gemms(self, x, tw, sorted_ids, block_expert, out, num_pairs, topk, on_input, cfg, pair_rows, x16=None,
-              region=0):
+              region=0, x_mma=None):
         """``x16``: the activations already in fp16 (tile option ``x16``), read instead of
         ``x`` by the tiers whose dot operands are fp16 (all but MXFP4). ``region``: which
-        tier's part of the intermediate cache (tiers running concurrently)."""
+        tier's part of the intermediate cache (tiers running concurrently). ``x_mma``: the
+        fp16 activations in the mma kernels' order (tile option ``mma``), for a tier that
+        runs on them (``self.mma``)."""
         t = self.tier
         if t.num_experts == 0:
             return
@@ -326,6 +386,12 @@ class TritonTier(TierBackend):
         r0 = region * self.ws.inter_slots
         inter = self.ws.inter_cache[r0: r0 + sorted_ids.numel(), : t.inter].view(expert_mlp.inter_dtype(self.fmt))
         words = self.table_words
+        if self.mma and x_mma is not None and cfg.get("mma" if self.fmt == expert_mlp.FMT_NF3 else "mma_kept"):
+            mma_tiles.launch_w13(x_mma, t.w13, self.w13_scale, t.w13_scale_2, sorted_ids, block_expert, tw, inter,
+                                 num_pairs, topk, t.inter, self.fmt, on_input, cfg, self.mma_words)
+            mma_tiles.launch_w2(inter, t.w2, self.w2_scale, t.w2_scale_2, sorted_ids, block_expert, tw, out,
+                                num_pairs, topk, t.inter, self.fmt, on_input, cfg, self.mma_words, pair_rows)
+            return
         expert_mlp.launch_w13(x, t.w13, self.w13_scale, t.w13_scale_2, sorted_ids, block_expert, tw, inter,
                               self.values, num_pairs, topk, t.inter, self.fmt, on_input, cfg, dot32, words)
         expert_mlp.launch_w2(inter, t.w2, self.w2_scale, t.w2_scale_2, sorted_ids, block_expert, tw, out,
@@ -412,6 +478,10 @@ def run_chunk(tiers, maps, x, topk_weights, topk_ids, weights_on_input, *, resul
     dest = ws.pair_rows[:pairs] if result is not None else add_into
     # converted once per chunk instead of in every (expert block, row tile) program's K loop
     x16 = ws.fp16_activations(x) if cfg.get("x16") else None
+    # in the mma kernels' order, once for both tiers (before the side stream forks)
+    x_mma = None
+    if cfg.get("mma") and any(t.mma for t in tiers):
+        x_mma = ws.mma_activations(x16 if x16 is not None else ws.fp16_activations(x))
     if marks is not None:
         marks[0].record()
     align.launch(ids, maps[0], maps[1], sorted_ids, block_expert, ws.cursor[:t_n], ws.starts[:t_n],
@@ -425,15 +495,15 @@ def run_chunk(tiers, maps, x, topk_weights, topk_ids, weights_on_input, *, resul
         ws.side.wait_event(ws.fork)
         with torch.cuda.stream(ws.side):
             tiers[0].gemms(x, tw, sorted_ids[0], block_expert[0], dest, pairs, topk, weights_on_input, cfg,
-                           pair_rows=result is not None, x16=x16, region=0)
+                           pair_rows=result is not None, x16=x16, region=0, x_mma=x_mma)
             ws.join.record(ws.side)
         tiers[1].gemms(x, tw, sorted_ids[1], block_expert[1], dest, pairs, topk, weights_on_input, cfg,
-                       pair_rows=result is not None, x16=x16, region=1)
+                       pair_rows=result is not None, x16=x16, region=1, x_mma=x_mma)
         main.wait_event(ws.join)
     else:
         for i, tier in enumerate(tiers):
             tier.gemms(x, tw, sorted_ids[i], block_expert[i], dest, pairs, topk, weights_on_input, cfg,
-                       pair_rows=result is not None, x16=x16)
+                       pair_rows=result is not None, x16=x16, x_mma=x_mma)
             if marks is not None and tier.tier.fmt != NF3:
                 marks[2].record()
     if marks is not None:

@@ -282,3 +282,22 @@ def emulate_nf3_group(words: Sequence[int], tables: Sequence[int]) -> List[int]:
         _run(_NF3_BODY, regs)
         out += _halves(regs)
     return out
+
+
+def _render_scaled_values(body: str, tables: Sequence[str]) -> str:
+    """The mma kernels' block (kernels/mma_gluon.py): one code word ($8) → its eight fp16
+    values times the fp16x2 scale $9, as $0..$7 (pack=1); $10.. = ``tables``."""
+    names = {"w": "$8", **{name: f"${10 + i}" for i, name in enumerate(tables)}}
+    out = ["{", ".reg .b32 " + ", ".join(_TEMPS) + ";"]
+    out += _renamed(body, names)
+    for i in range(4):
+        out.append(f"mul.rn.f16x2 q{i}, q{i}, $9;")
+        out.append(f"mov.b32 {{${2 * i}, ${2 * i + 1}}}, q{i};")
+    out.append("}")
+    return "\n".join(out)
+
+
+NF3_SCALED_ASM = _render_scaled_values(_NF3_BODY, ("L0", "L1", "H0", "H1"))
+NF3_SCALED_CONSTRAINTS = ",".join(["=h"] * 8 + ["r"] * 6)
+E2M1_SCALED_ASM = _render_scaled_values(_E2M1_BODY, ("ta", "tb", "z"))
+E2M1_SCALED_CONSTRAINTS = ",".join(["=h"] * 8 + ["r"] * 5)

@@ -1,0 +1,261 @@
+"""The NF3 and NVFP4 tiers' grouped GEMMs written in Gluon (Triton's explicit-layout
+dialect): mma.sync with the weight operand decoded straight into its registers. Imported
+only through kernels/mma_tiles.py, which says why and checks that this Triton has Gluon.
+
+Layouts (num_warps W, a row tile of BN weight rows, K steps of BK = 128·NW):
+- ``MMA``: mma.sync m16n8k16's accumulator, warps along the weight rows;
+- the A operand (weights, [BN, BK]) is that MMA's dot-operand layout. Lane 4g + t of a
+  warp holds rows g and g + 8 of each 16-row tile; here it also owns NF3 group t of each
+  128-wide K window of those two rows (``LW``: words [BN, NW, 4] with lanes along the
+  group) — 32 weights: an NF3 group (three words in nibble layout, one scale) or two
+  NVFP4 scale groups (four e2m1 words, two scales) — and the activations are permuted
+  (mma_tiles.activation_order) so that the 32 values the lane decodes from its words are
+  exactly its 32 A-fragment values in that window. The join / permute / reshape below only rename registers:
+  ``convert_layout(..., assert_trivial=True)`` makes the compiler prove it.
+- the B operand (activations, [BK, BM]) is loaded row-contiguous and converted through
+  shared memory (two 16-byte loads, two stores and eight ldmatrix per thread per step).
+"""
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import mma_v2
+
+from .ptx_decode import E2M1_SCALED_ASM, E2M1_SCALED_CONSTRAINTS, NF3_SCALED_ASM, NF3_SCALED_CONSTRAINTS
+
+# a code word → its eight fp16 values times the group scale (ptx_decode's byte-permute
+# table lookups, the decode GEMV's)
+_NF3_ASM = gl.constexpr(NF3_SCALED_ASM)
+_NF3_CONS = gl.constexpr(NF3_SCALED_CONSTRAINTS)
+_E2M1_ASM = gl.constexpr(E2M1_SCALED_ASM)
+_E2M1_CONS = gl.constexpr(E2M1_SCALED_CONSTRAINTS)
+# an e4m3 scale byte → the scale in both halves of an fp16x2 (sm_89+: cvt from e4m3x2)
+_SCALE_ASM = gl.constexpr("""
+{
+.reg .b32 t;
+.reg .b16 s0, s1;
+prmt.b32 t, $1, 0, 0x0000;
+mov.b32 {s0, s1}, t;
+cvt.rn.f16x2.e4m3x2 $0, s0;
+}
+""")
+
+
+def layouts(BN: int, BK: int, W: int):
+    """(MMA accumulator layout, word layout LW, activation-load layout XL) of a tile."""
+    mma = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[W, 1], instr_shape=[16, 8])
+    nw = BK // 128
+    reg = [[8, 0, 0]] + [[0, 1 << i, 0] for i in range(nw.bit_length() - 1)]
+    r = 16 * W
+    while r < BN:
+        reg.append([r, 0, 0])
+        r *= 2
+    warps = [[16 << i, 0, 0] for i in range(W.bit_length() - 1)]
+    lw = gl.DistributedLinearLayout(reg_bases=reg, lane_bases=[[0, 0, 1], [0, 0, 2], [1, 0, 0], [2, 0, 0], [4, 0, 0]],
+                                    warp_bases=warps, block_bases=[], shape=[BN, nw, 4])
+    xl = gl.BlockedLayout(size_per_thread=[8, 1], threads_per_warp=[16, 2], warps_per_cta=[1, W], order=[0, 1])
+    return mma, lw, xl
+
+
+@gluon.jit
+def _index3(n: gl.constexpr, dim: gl.constexpr, layout: gl.constexpr):
+    """arange(n) along ``dim`` of a rank-3 tensor of ``layout``, size 1 along the others."""
+    if dim == 0:
+        v = gl.arange(0, n, layout=gl.SliceLayout(1, gl.SliceLayout(2, layout)))
+        r = gl.expand_dims(gl.expand_dims(v, 1), 2)
+    elif dim == 1:
+        v = gl.arange(0, n, layout=gl.SliceLayout(0, gl.SliceLayout(2, layout)))
+        r = gl.expand_dims(gl.expand_dims(v, 0), 2)
+    else:
+        v = gl.arange(0, n, layout=gl.SliceLayout(0, gl.SliceLayout(1, layout)))
+        r = gl.expand_dims(gl.expand_dims(v, 0), 1)
+    return r
+
+
+@gluon.jit
+def _word_values(w, s, pt0, pt1, pt2, pt3, FMT: gl.constexpr):
+    """[..., 2, 2, 2]: code i = i0 + 2·i1 + 4·i2 of each word, scaled (dims i0, i1, i2)."""
+    if FMT == 0:
+        v0, v1, v2, v3, v4, v5, v6, v7 = gl.inline_asm_elementwise(
+            _NF3_ASM, _NF3_CONS, [w, s, pt0, pt1, pt2, pt3], dtype=(gl.float16,) * 8, is_pure=True, pack=1)
+    else:
+        v0, v1, v2, v3, v4, v5, v6, v7 = gl.inline_asm_elementwise(
+            _E2M1_ASM, _E2M1_CONS, [w, s, pt0, pt1, pt2], dtype=(gl.float16,) * 8, is_pure=True, pack=1)
+    return gl.join(gl.join(gl.join(v0, v1), gl.join(v2, v3)), gl.join(gl.join(v4, v5), gl.join(v6, v7)))
+
+
+@gluon.jit
+def _scale2(sbits):
+    return gl.inline_asm_elementwise(_SCALE_ASM, "=r,r", [sbits.to(gl.int32)], dtype=gl.int32, is_pure=True, pack=1)
+
+
+@gluon.jit
+def _a_operand(ws, sc, pt0, pt1, pt2, pt3, FMT: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr,
+               A_DOT: gl.constexpr):
+    """The dequantized [BN, BK] weight tile, K in activation order, in the MMA's A layout,
+    from each lane's words ``ws`` and scale bytes ``sc`` ([BN, NW, 4] each in LW): NF3
+    (a, b, c) and one scale, the fourth code word gathered from their nibbles' top bits;
+    NVFP4 (a, b, c, d) and two scales, the first for a and b."""
+    if FMT == 0:
+        a, b, c = ws
+        s = _scale2(sc[0])
+        sa = s
+        sc2 = s
+        d = ((a >> 3) & 0x11111111) | ((b >> 2) & 0x22222222) | ((c >> 1) & 0x44444444)  # codes 24-31
+    else:
+        a, b, c, d = ws
+        sa = _scale2(sc[0])
+        sc2 = _scale2(sc[1])
+    v = gl.join(gl.join(_word_values(a, sa, pt0, pt1, pt2, pt3, FMT), _word_values(b, sa, pt0, pt1, pt2, pt3, FMT)),
+                gl.join(_word_values(c, sc2, pt0, pt1, pt2, pt3, FMT), _word_values(d, sc2, pt0, pt1, pt2, pt3, FMT)))
+    # [BN, NW, t, i0, i1, i2, w0, w1] → p = 128·nw + 64·w1 + 32·w0 + 16·i2 + 8·i1 + 4·t1 + 2·t0 + i0
+    v = gl.reshape(v, [BN, BK // 128, 2, 2, 2, 2, 2, 2, 2])
+    v = gl.permute(v, [0, 1, 8, 7, 6, 5, 2, 3, 4])
+    v = gl.reshape(v, [BN, BK])
+    return gl.convert_layout(v, A_DOT, assert_trivial=True)
+
+
+@gluon.jit
+def _load_group(wp, sp, kw, ks, FMT: gl.constexpr):
+    """The lanes' words and scale bytes of the K step whose first group is kw words / ks
+    scale bytes on from the pointers."""
+    if FMT == 0:
+        ws = (gl.load(wp + kw), gl.load(wp + kw + 1), gl.load(wp + kw + 2))
+        sc = (gl.load(sp + ks),)
+    else:
+        ws = (gl.load(wp + kw), gl.load(wp + kw + 1), gl.load(wp + kw + 2), gl.load(wp + kw + 3))
+        sc = (gl.load(sp + ks), gl.load(sp + ks + 1))
+    return ws, sc
+
+
+@gluon.jit
+def _step_offsets(k, FMT: gl.constexpr):
+    """(words, scale bytes) from the first K step's pointers to step k's."""
+    if FMT == 0:
+        r = (k // 32 * 3, k // 32)
+    else:
+        r = (k // 8, k // 16)
+    return r
+
+
+@gluon.jit
+def _group_ptrs(w_ptr, s_ptr, e, row0, stride_we, stride_wn, stride_se, stride_sn, BN: gl.constexpr,
+                BK: gl.constexpr, LW: gl.constexpr, FMT: gl.constexpr):
+    """Word and scale pointers of each lane's 32 weights in the first K step (rows row0..)."""
+    rows = (_index3(BN, 0, LW) + row0).to(gl.int64)
+    grp = _index3(BK // 128, 1, LW) * 4 + _index3(4, 2, LW)
+    if FMT == 0:
+        wp = w_ptr + e.to(gl.int64) * stride_we + rows * stride_wn + grp * 3
+        sp = s_ptr + e.to(gl.int64) * stride_se + rows * stride_sn + grp
+    else:
+        wp = w_ptr + e.to(gl.int64) * stride_we + rows * stride_wn + grp * 4
+        sp = s_ptr + e.to(gl.int64) * stride_se + rows * stride_sn + grp * 2
+    return wp, sp
+
+
+@gluon.jit
+def _b_operand(ptrs, B_DOT: gl.constexpr):
+    return gl.convert_layout(gl.load(ptrs), B_DOT)
+
+
+@gluon.jit
+def _p_position(col):
+    """Where intermediate column ``col`` goes in activation order (the down GEMM's K)."""
+    r = col % 128
+    return col - r + 2 * (r // 32) + (r % 2) + 8 * (4 * ((r % 32) // 8) + (r % 8) // 2)
+
+
+@gluon.jit(do_not_specialize=["P", "topk", "pt0", "pt1", "pt2", "pt3"])
+def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw_ptr, inter_ptr, stride_im,
+                 pt0, pt1, pt2, pt3, P, topk, K, I, stride_we, stride_wn, stride_se, stride_sn,
+                 FMT: gl.constexpr, HAS_S2: gl.constexpr, WEIGHT_ON_INPUT: gl.constexpr, BM: gl.constexpr,
+                 BN: gl.constexpr, BK: gl.constexpr, MMA: gl.constexpr, LW: gl.constexpr, XL: gl.constexpr):
+    """Gate and up rows [j·BN, +BN) of one expert block; silu(gate)·up into the
+    intermediate cache, columns in activation order. ``x_ptr``: fp16 activations in
+    activation order (mma_tiles.activation_order)."""
+    A_DOT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
+    B_DOT: gl.constexpr = gl.DotOperandLayout(operand_index=1, parent=MMA, k_width=2)
+    blk = gl.program_id(0)
+    j = gl.program_id(1)
+    e = gl.load(bexp_ptr + blk)
+    if e < 0:
+        return
+    pairs_x = gl.load(sorted_ptr + blk * BM + gl.arange(0, BM, layout=gl.SliceLayout(0, XL)))
+    tok_x = gl.where(pairs_x < P, pairs_x // topk, 0).to(gl.int64)
+    xp = (x_ptr + gl.expand_dims(tok_x, 0) * stride_xm
+          + gl.expand_dims(gl.arange(0, BK, layout=gl.SliceLayout(1, XL)), 1))
+    gw, gs = _group_ptrs(w_ptr, s_ptr, e, j * BN, stride_we, stride_wn, stride_se, stride_sn, BN, BK, LW, FMT)
+    uw = gw + I * stride_wn
+    us = gs + I * stride_sn
+    acc_g = gl.zeros([BN, BM], gl.float32, MMA)
+    acc_u = gl.zeros([BN, BM], gl.float32, MMA)
+    gwd, gsc = _load_group(gw, gs, 0, 0, FMT)
+    uwd, usc = _load_group(uw, us, 0, 0, FMT)
+    for k0 in range(0, K, BK):
+        xb = _b_operand(xp + k0, B_DOT)
+        # the next step's words in flight while this one is decoded (the last step reloads
+        # its own: no mask, no zero-fill)
+        kw, ks = _step_offsets(gl.minimum(k0 + BK, K - BK), FMT)
+        ngw, ngs = _load_group(gw, gs, kw, ks, FMT)
+        nuw, nus = _load_group(uw, us, kw, ks, FMT)
+        acc_g = mma_v2(_a_operand(gwd, gsc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT), xb, acc_g)
+        acc_u = mma_v2(_a_operand(uwd, usc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT), xb, acc_u)
+        gwd = ngw
+        gsc = ngs
+        uwd = nuw
+        usc = nus
+    slots = blk * BM + gl.arange(0, BM, layout=gl.SliceLayout(0, MMA))
+    if HAS_S2:
+        acc_g = acc_g * gl.load(s2_ptr + e * 2)
+        acc_u = acc_u * gl.load(s2_ptr + e * 2 + 1)
+    if WEIGHT_ON_INPUT:
+        pairs = gl.load(sorted_ptr + slots)
+        rw = gl.expand_dims(gl.load(tw_ptr + pairs, mask=pairs < P, other=0.0).to(gl.float32), 0)
+        acc_g = acc_g * rw
+        acc_u = acc_u * rw
+    h = acc_g / (1.0 + gl.exp(-acc_g)) * acc_u
+    cols = _p_position(j * BN + gl.arange(0, BN, layout=gl.SliceLayout(1, MMA)))
+    gl.store(inter_ptr + gl.expand_dims(slots.to(gl.int64), 0) * stride_im + gl.expand_dims(cols, 1),
+             h.to(gl.float16))
+
+
+@gluon.jit(do_not_specialize=["P", "topk", "pt0", "pt1", "pt2", "pt3"])
+def mma2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw_ptr, out_ptr, stride_om,
+                pt0, pt1, pt2, pt3, P, topk, K, stride_we, stride_wn, stride_se, stride_sn,
+                FMT: gl.constexpr, HAS_S2: gl.constexpr, WEIGHT_ON_INPUT: gl.constexpr, PAIR_ROWS: gl.constexpr,
+                BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, MMA: gl.constexpr, LW: gl.constexpr,
+                XL: gl.constexpr):
+    """Down rows [j·BN, +BN) of one expert block from the intermediate cache (K = the
+    intermediate size, in activation order): each pair's fp32 row stored (PAIR_ROWS) or
+    added atomically into its token's row."""
+    A_DOT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
+    B_DOT: gl.constexpr = gl.DotOperandLayout(operand_index=1, parent=MMA, k_width=2)
+    blk = gl.program_id(0)
+    j = gl.program_id(1)
+    e = gl.load(bexp_ptr + blk)
+    if e < 0:
+        return
+    slots_x = (blk * BM + gl.arange(0, BM, layout=gl.SliceLayout(0, XL))).to(gl.int64)
+    hp = (inter_ptr + gl.expand_dims(slots_x, 0) * stride_im
+          + gl.expand_dims(gl.arange(0, BK, layout=gl.SliceLayout(1, XL)), 1))
+    wp, sp = _group_ptrs(w_ptr, s_ptr, e, j * BN, stride_we, stride_wn, stride_se, stride_sn, BN, BK, LW, FMT)
+    acc = gl.zeros([BN, BM], gl.float32, MMA)
+    wd, sc = _load_group(wp, sp, 0, 0, FMT)
+    for k0 in range(0, K, BK):
+        hb = _b_operand(hp + k0, B_DOT)
+        kw, ks = _step_offsets(gl.minimum(k0 + BK, K - BK), FMT)
+        nwd, nsc = _load_group(wp, sp, kw, ks, FMT)
+        acc = mma_v2(_a_operand(wd, sc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT), hb, acc)
+        wd = nwd
+        sc = nsc
+    pairs = gl.load(sorted_ptr + blk * BM + gl.arange(0, BM, layout=gl.SliceLayout(0, MMA)))
+    valid = pairs < P
+    if HAS_S2:
+        acc = acc * gl.load(s2_ptr + e)
+    if not WEIGHT_ON_INPUT:
+        acc = acc * gl.expand_dims(gl.load(tw_ptr + pairs, mask=valid, other=0.0).to(gl.float32), 0)
+    cols = gl.expand_dims(j * BN + gl.arange(0, BN, layout=gl.SliceLayout(1, MMA)), 1)
+    if PAIR_ROWS:
+        row = gl.expand_dims(gl.where(valid, pairs, 0).to(gl.int64), 0)
+        gl.store(out_ptr + row * stride_om + cols, acc, mask=gl.expand_dims(valid, 0))
+    else:
+        tok = gl.expand_dims(gl.where(valid, pairs // topk, 0).to(gl.int64), 0)
+        gl.atomic_add(out_ptr + tok * stride_om + cols, acc, mask=gl.expand_dims(valid, 0), sem="relaxed")

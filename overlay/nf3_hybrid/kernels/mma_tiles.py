@@ -1,0 +1,129 @@
+"""The NF3 and NVFP4 tiers' grouped GEMMs on mma.sync, weights decoded straight into the
+MMA's registers (kernels/mma_gluon.py, Gluon) — the grouped path's kernels for those two
+formats on CUDA GPUs of compute capability 8.9 and later whose Triton has Gluon;
+elsewhere, under TRITON_INTERPRET, and for MXFP4, the Triton tiles of expert_mlp.py.
+
+Why: the Triton tiles (expert_mlp.py) dequantize into a blocked layout, and Triton then
+moves the tile through shared memory into the warpgroup MMA's operand layout, one
+synchronous MMA after another; that grouped path decoded ~1.5 T weights/s on the H200,
+whatever the tiles (sessions 5-9). Here each lane of a warp owns one whole NF3 group
+(32 codes, three words in nibble layout) of the two weight rows its mma.sync fragment
+covers, in each 128-wide K window, and the activations are permuted the same way once
+per chunk (``activation_order``): the 32 values the lane decodes with the byte-permute
+table lookup are its 32 fragment values, with no data movement between lanes
+(compile_probe: w13 loop 396 SASS instructions per 128 weights per thread, against
+~4.9 per weight in the Triton tile). An NVFP4 lane's 32 weights are four e2m1 words and two scales, decoded
+by the same e2m1 byte-permute block as the Triton tiles' ``ptx4``.
+
+Measured on the H200 (GLM-5.2 shape, 192 NF3 experts, top-6, I=512; gate/up GEMM only;
+bench/results/gluon_probe_h200_s10.json): 290 / 399 / 638 / 1046 µs at 128 / 512 / 1024 /
+2048 tokens against 907 / 946 / 1027 / 1443 µs for the best Triton tile of each size,
+relative difference of the intermediate 2e-5.
+
+The down GEMM reads the intermediate in the same order: the gate/up kernel stores column
+c at ``p_position(c)``.
+"""
+from __future__ import annotations
+
+import logging
+from functools import lru_cache
+
+import torch
+
+logger = logging.getLogger(__name__)
+
+WINDOW = 128  # K window whose four NF3 groups the four lanes of a fragment row own
+# tile defaults (H200 sweep above: 64 rows on four warps, 128-wide K steps)
+BN = 64
+BK = 128
+WARPS = 4
+
+
+@lru_cache(maxsize=None)
+def gluon_missing() -> str:
+    """Why this Triton cannot build these kernels ('' when it can)."""
+    try:
+        from . import mma_gluon  # noqa: F401
+    except ImportError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return ""
+
+
+def shape_fits(hidden: int, inter: int) -> bool:
+    """K of both GEMMs in whole 128-wide windows, N in whole 64-row tiles."""
+    return hidden % WINDOW == 0 and inter % WINDOW == 0
+
+
+def activation_order(k: int) -> torch.Tensor:
+    """For each position p of the permuted activations, the original index: in window w,
+    p = 128w + 2t + b + 8·(4·word + pair) holds activation 128w + 32t + 8·word + 2·pair + b
+    (group t of the window, code 8·word + 2·pair + b of it)."""
+    if k % WINDOW:
+        raise ValueError(f"NF3 mma path: K={k} is not a multiple of {WINDOW}")
+    p = torch.arange(k)
+    r = p % WINDOW
+    b, t, jj = r % 2, (r // 2) % 4, r // 8
+    return p - r + 32 * t + 8 * (jj // 4) + 2 * (jj % 4) + b
+
+
+def p_position(c: torch.Tensor) -> torch.Tensor:
+    """Inverse of ``activation_order``: the permuted position of original index c (the
+    kernel's _p_position, for tests)."""
+    r = c % WINDOW
+    return c - r + 2 * (r // 32) + (r % 2) + 8 * (4 * ((r % 32) // 8) + (r % 8) // 2)
+
+
+@lru_cache(maxsize=None)
+def _layouts(bn: int, bk: int, warps: int):
+    from . import mma_gluon
+
+    return mma_gluon.layouts(bn, bk, warps)
+
+
+def _tile(cfg: dict, key: str, size: int) -> int:
+    bn = int(cfg.get(key, BN))
+    if size % bn:
+        bn = BN
+    return bn
+
+
+def table_words(fmt: int, nf3_words) -> tuple:
+    """The decode block's four table registers: the NF3 codebook's, or e2m1's (fmt 1)."""
+    from .ptx_decode import E2M1_TABLE_WORDS
+
+    return tuple(nf3_words) if fmt == 0 else tuple(E2M1_TABLE_WORDS) + (0,)
+
+
+def launch_w13(xp, w13, s13, s13_2, sorted_ids, block_expert, topk_weights, inter, num_pairs, topk, inter_size,
+               fmt, weight_on_input, cfg, words):
+    """``xp``: fp16 activations in activation order; ``w13``: the tier's packed codes [E,
+    2I, ·] bytes (NF3 in nibble layout, or e2m1 with fmt 1 and its global scales
+    ``s13_2`` [E, 2]); ``inter``: fp16 [slots, ≥ I], written in activation order;
+    ``words``: ``table_words``."""
+    from . import mma_gluon
+
+    k = xp.shape[1]
+    bn, warps = _tile(cfg, "mma_bn13", inter_size), int(cfg.get("mma_warps", WARPS))
+    mma, lw, xl = _layouts(bn, BK, warps)
+    w = w13.view(torch.int32)
+    mma_gluon.mma13_kernel[(block_expert.numel(), inter_size // bn)](
+        xp, xp.stride(0), w, s13, s13_2 if s13_2 is not None else s13, sorted_ids, block_expert, topk_weights,
+        inter, inter.stride(0), *words, num_pairs, topk, k, inter_size, w.stride(0), w.stride(1), s13.stride(0),
+        s13.stride(1), FMT=fmt, HAS_S2=s13_2 is not None, WEIGHT_ON_INPUT=weight_on_input, BM=cfg["BM"], BN=bn,
+        BK=BK, MMA=mma, LW=lw, XL=xl, num_warps=warps)
+
+
+def launch_w2(inter, w2, s2, s2_2, sorted_ids, block_expert, topk_weights, out, num_pairs, topk, inter_size,
+              fmt, weight_on_input, cfg, words, pair_rows):
+    """``out``: fp32 [pairs, hidden] (``pair_rows``) or [tokens, hidden] added into."""
+    from . import mma_gluon
+
+    hidden = out.shape[1]
+    bn, warps = _tile(cfg, "mma_bn2", hidden), int(cfg.get("mma_warps", WARPS))
+    mma, lw, xl = _layouts(bn, BK, warps)
+    w = w2.view(torch.int32)
+    mma_gluon.mma2_kernel[(block_expert.numel(), hidden // bn)](
+        inter, inter.stride(0), w, s2, s2_2 if s2_2 is not None else s2, sorted_ids, block_expert, topk_weights,
+        out, out.stride(0), *words, num_pairs, topk, inter_size, w.stride(0), w.stride(1), s2.stride(0),
+        s2.stride(1), FMT=fmt, HAS_S2=s2_2 is not None, WEIGHT_ON_INPUT=weight_on_input, PAIR_ROWS=pair_rows,
+        BM=cfg["BM"], BN=bn, BK=BK, MMA=mma, LW=lw, XL=xl, num_warps=warps)

@@ -1,0 +1,100 @@
+"""The mma kernels (kernels/mma_tiles.py, mma_gluon.py) as far as a CPU allows: the
+activation order against the mma.sync fragment layout, the kernels compiled for SM90
+(the register-only operand assembly is proved by the compiler), and when a tier uses
+them. Their numbers are checked on the GPU (test_expert_kernels.py)."""
+import logging
+
+import pytest
+import torch
+
+from nf3_hybrid.backends import select, triton_tiers
+from nf3_hybrid.kernels import mma_tiles
+
+from .tiers import make_tier
+
+
+def test_activation_order_gives_each_lane_its_own_group():
+    """mma.sync m16n8k16's A fragment: lane 4g + t holds, in each 16-wide K tile τ, the
+    columns 16τ + 8j + 2t + b (j, b ∈ {0, 1}). In a 128-wide window the kernel puts value
+    i of word w of the lane's group at tile 2w + (i >> 2), j = (i >> 1) & 1, b = i & 1;
+    the activation there must be the group's code 8w + i, group t of the window."""
+    k = 512
+    order = mma_tiles.activation_order(k)
+    assert sorted(order.tolist()) == list(range(k))
+    for window in range(k // 128):
+        for t in range(4):
+            for w in range(4):
+                for i in range(8):
+                    tau, j, b = 2 * w + (i >> 2), (i >> 1) & 1, i & 1
+                    p = 128 * window + 16 * tau + 8 * j + 2 * t + b
+                    assert order[p] == 128 * window + 32 * t + 8 * w + i
+    assert torch.equal(mma_tiles.p_position(order), torch.arange(k))
+
+
+def test_shapes_outside_whole_windows_are_refused():
+    with pytest.raises(ValueError, match="multiple of 128"):
+        mma_tiles.activation_order(96)
+    assert mma_tiles.shape_fits(6144, 512) and not mma_tiles.shape_fits(2880, 512)
+
+
+@pytest.mark.parametrize("fmt", [0, 1])
+def test_kernels_compile_for_sm90_with_register_only_operands(fmt):
+    """Both GEMMs, NF3 and NVFP4, as the launcher instantiates them: ``convert_layout(...,
+    assert_trivial=True)`` fails to compile if the decoded values would have to move
+    between lanes to reach the A operand."""
+    if mma_tiles.gluon_missing():
+        pytest.skip(f"no Gluon in this Triton: {mma_tiles.gluon_missing()}")
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    from nf3_hybrid.kernels import mma_gluon
+
+    mma, lw, xl = mma_gluon.layouts(mma_tiles.BN, mma_tiles.BK, mma_tiles.WARPS)
+    for kernel, extra in ((mma_gluon.mma13_kernel, {}), (mma_gluon.mma2_kernel, dict(PAIR_ROWS=True))):
+        consts = dict(FMT=fmt, HAS_S2=fmt == 1, WEIGHT_ON_INPUT=False, BM=16, BN=mma_tiles.BN, BK=mma_tiles.BK,
+                      MMA=mma, LW=lw, XL=xl, **extra)
+        sig = {}
+        for name in kernel.arg_names:
+            if name in consts:
+                sig[name] = "constexpr"
+            elif name.endswith("_ptr"):
+                sig[name] = {"w_ptr": "*i32", "s_ptr": "*u8", "s2_ptr": "*fp32", "sorted_ptr": "*i32",
+                             "bexp_ptr": "*i32", "tw_ptr": "*fp32", "out_ptr": "*fp32"}.get(name, "*fp16")
+            else:
+                sig[name] = "i32"
+        src = GluonASTSource(kernel, sig, {(kernel.arg_names.index(n),): v for n, v in consts.items()})
+        compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=mma_tiles.WARPS))
+        ptx = compiled.asm["ptx"]
+        assert "mma.sync.aligned.m16n8k16" in ptx and "cvt.rn.f16x2.e4m3x2" in ptx
+
+
+def _fake_cuda(monkeypatch, capability):
+    monkeypatch.setattr(triton_tiers, "device_info", lambda dev: select.DeviceInfo("cuda", capability, "fake"))
+    monkeypatch.setattr(triton_tiers, "interpret", lambda: False)
+
+
+def test_which_tiers_use_the_mma_kernels(monkeypatch):
+    nf3 = make_tier("nf3", 2, 256, 128, [0, 1])
+    nvfp4 = make_tier("nvfp4", 2, 256, 128, [0, 1])
+    mxfp4 = make_tier("mxfp4_e8m0k32", 2, 256, 128, [0, 1])
+    odd = make_tier("nf3", 2, 256, 96, [0, 1])
+    assert not triton_tiers._mma_usable(nf3)  # this CPU
+    monkeypatch.setattr(mma_tiles, "gluon_missing", lambda: "")
+    _fake_cuda(monkeypatch, (9, 0))
+    assert triton_tiers._mma_usable(nf3) and triton_tiers._mma_usable(nvfp4)
+    assert not triton_tiers._mma_usable(mxfp4) and not triton_tiers._mma_usable(odd)
+    _fake_cuda(monkeypatch, (8, 0))  # no e4m3 conversion before SM89
+    assert not triton_tiers._mma_usable(nf3)
+
+
+def test_a_triton_without_gluon_falls_back_and_says_so_once(monkeypatch, caplog):
+    nf3 = make_tier("nf3", 2, 256, 128, [0, 1])
+    _fake_cuda(monkeypatch, (9, 0))
+    monkeypatch.setattr(mma_tiles, "gluon_missing", lambda: "ImportError: no gluon (test)")
+    monkeypatch.setattr(triton_tiers, "_MMA_FALLBACK_LOGGED", set())
+    with caplog.at_level(logging.WARNING, logger=triton_tiers.__name__):
+        assert not triton_tiers._mma_usable(nf3)
+        assert not triton_tiers._mma_usable(nf3)
+    lines = [r.getMessage() for r in caplog.records if "mma kernels" in r.getMessage()]
+    assert len(lines) == 1 and "no gluon (test)" in lines[0]
