@@ -63,7 +63,10 @@ def routing(m, num_experts, topk, seed=0, device="cpu"):
 
 def gemv_up_to(monkeypatch, n):
     """The per-pair path up to n tokens: tests whose batches of 70 are to take the grouped
-    path pin it, whatever the built-in threshold."""
-    from nf3_hybrid.backends import executor
+    path pin it, whatever the built-in threshold. Both copies of the threshold: the
+    executor's picks the path, the workspace's sizes the per-pair scratch (call before
+    the workspace is planned)."""
+    from nf3_hybrid.backends import executor, triton_tiers
 
     monkeypatch.setattr(executor, "GEMV_TOKENS", n)
+    monkeypatch.setattr(triton_tiers, "GEMV_TOKENS", n)
