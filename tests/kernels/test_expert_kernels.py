@@ -212,7 +212,7 @@ def test_glm5_shapes_on_gpu(inter):
         pytest.skip("GPU shapes")
     ref, tri, ws = build("nvfp4", 64, 256, 6144, inter, 8192, 8, seed=inter)
     # both sides of each path switch; 4097 and 8192: several passes over the scratch
-    for m in (1, 8, 63, 64, 65, 112, 113, 257, 511, 2048, 4097, 8192):
+    for m in (1, 8, 23, 24, 25, 63, 64, 65, 257, 577, 1025, 2048, 4097, 8192):
         w, ids = routing(m, 256, 8, seed=m, device=DEV)
         x = (torch.randn(m, 6144, device=DEV) * 2).to(torch.bfloat16)
         poison(ws)
@@ -361,7 +361,7 @@ def _grouped_only(monkeypatch, cls, tokens, n_kept, seed):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("cls,tokens", [("small", (5, 17, 64)), ("narrow", (65, 200, 256)), ("mid", (257, 1024)),
+@pytest.mark.parametrize("cls,tokens", [("small", (5, 17, 64)), ("narrow", (65, 200, 576)), ("mid", (577, 1024)),
                                         ("large", (1025, 2048))])
 def test_nf3_tiles_decoded_in_registers_on_gpu(monkeypatch, cls, tokens):
     """The grouped path with the NF3 tile decoded by inline PTX (tile option ``ptx``; the
@@ -389,7 +389,7 @@ def test_nf3_tiles_decoded_in_registers_on_gpu(monkeypatch, cls, tokens):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("cls,tokens", [("small", (5, 64)), ("narrow", (65, 256)), ("mid", (257, 300)),
+@pytest.mark.parametrize("cls,tokens", [("small", (5, 64)), ("narrow", (65, 576)), ("mid", (577, 600)),
                                         ("large", (1025, 2048))])
 def test_nvfp4_tiles_decoded_in_registers_on_gpu(monkeypatch, cls, tokens):
     """The grouped path's NVFP4 tile decoded by the byte-permute PTX block (tile option
@@ -415,7 +415,7 @@ def test_nvfp4_tiles_decoded_in_registers_on_gpu(monkeypatch, cls, tokens):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("cls,tokens", [("small", (25, 33, 64)), ("narrow", (65, 255)), ("mid", (257, 1024)),
+@pytest.mark.parametrize("cls,tokens", [("small", (25, 33, 64)), ("narrow", (65, 575)), ("mid", (577, 1024)),
                                         ("large", (1025, 2048))])
 @pytest.mark.parametrize("on_input", [False, True])
 def test_mma_tiles_match_the_triton_tiles_and_the_reference(monkeypatch, cls, tokens, on_input):

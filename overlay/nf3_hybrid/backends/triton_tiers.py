@@ -126,6 +126,13 @@ def down_tiles(inter: int) -> dict:
 # blocks (1817 against 1729 with NF3 alone; its w13 spills there), so the large class
 # keeps the NVFP4 Triton tiles and the mid class (32-token blocks, both tiers: 1607 µs)
 # now reaches 1024 tokens.
+# Session 11, the classes' bounds on the mma kernels (layer_blocks_h200_s11{,b}.json, hybrid
+# layer, µs, 16- against 32-token blocks): I=512 693 / 1034 against 1056 / 1126 at 320 /
+# 576 tokens, 1158 against 1138 at 640; I=1024 1767 against 2110 at 512, 2198 against 2149
+# at 640; I=2048 2724 against 4113 at 384, 4306 against 4220 at 640 — the narrow class
+# reaches 576 tokens. Above 1024, 64-token blocks with the NVFP4 tier on the Triton tiles
+# stay the fastest: 2538 / 5113 µs at 2048 / 4096 (I=512) against 2684 / 5392 with 32-token
+# blocks and both tiers on the mma kernels.
 _MID_TILES = dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1,
                   mma=1, mma_kept=1)
 _GROUPED_TILES = {
@@ -143,14 +150,14 @@ _INTERP_TILES = {
     "mid": _INTERP_MID_TILES,
     "large": dict(BM=16, BN13=32, BK13=128, BN2=32, BK2=128, warps=4, stages=1),
 }
-NARROW_TOKENS = 256
+NARROW_TOKENS = 576
 MID_TOKENS = 1024
 
 
 def grouped_class(m: int) -> str:
     """Up to DECODE_TOKENS the tiles stream weights (memory-bound: narrow token tiles);
     above they feed tensor cores, with token blocks sized to the routed pairs an expert
-    gets on average (GLM-5.2's top-8 of 256: 8 at NARROW_TOKENS, 32 at MID_TOKENS)."""
+    gets on average (GLM-5.2's top-8 of 256: 18 at NARROW_TOKENS, 32 at MID_TOKENS)."""
     if m <= DECODE_TOKENS:
         return "small"
     return "narrow" if m <= NARROW_TOKENS else "mid" if m <= MID_TOKENS else "large"
