@@ -5,6 +5,8 @@ instruction counts by kind, and for each loop (a backward branch) its instructio
 Usage: python3 bench/compile_probe.py [--arch 90] [--cfg BN13=4,BK13=512,...] [--dump DIR]
        python3 bench/compile_probe.py --grouped [--cfg BM=64,BN13=64,BK13=64,BN2=128,BK2=64,warps=4,stages=3,ptx=1]
        (add fmt=1 for an NVFP4 tier's kernels, with magic=1 or 2, or ptx4=1)
+       python3 bench/compile_probe.py --mma [--cfg BM=64,fmt=1] (the Gluon mma kernels of
+       kernels/mma_gluon.py, as mma_tiles launches them)
 Another Triton than the venv's (the H200 host has 3.6, the pinned stack 3.8; their code
 differs): pip download triton==3.6.0 --no-deps, unzip the wheel into DIR, then
 PYTHONPATH=DIR:overlay python3 bench/compile_probe.py ...
@@ -87,12 +89,17 @@ def loops(sass: str):
 _OP = r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)"
 
 
-def probe(kernel, consts, arch, warps, dump=None, stages=None, x_type="*bf16", maxnreg=None, w_type="*i32"):
+def probe(kernel, consts, arch, warps, dump=None, stages=None, x_type="*bf16", maxnreg=None, w_type="*i32",
+          gluon=False):
     """``w_type``: the packed weights' pointer type (int32 words: NF3, or e2m1 decoded in
-    registers; bytes otherwise)."""
+    registers; bytes otherwise); ``gluon``: a Gluon kernel."""
     sig = signature(kernel, consts, x_type, w_type)
-    src = ASTSource(kernel, sig, constexprs={(kernel.arg_names.index(k),): v for k, v in consts.items()},
-                    attrs=launch_attrs(kernel, sig))
+    if gluon:
+        from triton.experimental.gluon._runtime import GluonASTSource as source
+    else:
+        source = ASTSource
+    src = source(kernel, sig, constexprs={(kernel.arg_names.index(k),): v for k, v in consts.items()},
+                 attrs=launch_attrs(kernel, sig))
     opts = dict(num_warps=warps) if stages is None else dict(num_warps=warps, num_stages=stages)
     if maxnreg:
         opts["maxnreg"] = maxnreg
@@ -124,9 +131,12 @@ def main():
     ap.add_argument("--cfg", default=parser_default_cfg())
     ap.add_argument("--dump")
     ap.add_argument("--grouped", action="store_true", help="the grouped NF3 w13/w2 kernels instead")
+    ap.add_argument("--mma", action="store_true", help="the Gluon mma kernels instead")
     a = ap.parse_args()
     if a.grouped:
         return grouped(a)
+    if a.mma:
+        return mma(a)
     cfg = {k: int(v) for k, v in (kv.split("=") for kv in a.cfg.split(","))}
     c = dict(COMMON, PDL=bool(cfg.get("pdl", 1)))
     for kernel, bn, bk, extra in ((expert_gemv._gemv13_kernel, cfg["BN13"], cfg["BK13"], c),
@@ -149,6 +159,20 @@ def grouped(a):
                                                        SWAP=bool(cfg.get("swap2"))))):
         r = probe(kernel, dict(base, **extra), a.arch, cfg["warps"], a.dump, cfg["stages"],
                   "*fp16" if cfg.get("x16") else "*bf16", w_type="*i32" if fmt == 0 or words else "*u8")
+        print(kernel.__name__, r)
+
+
+def mma(a):
+    from nf3_hybrid.kernels import mma_gluon, mma_tiles
+
+    cfg = dict(BM=32, fmt=0, BN=mma_tiles.BN, warps=mma_tiles.WARPS, split=1)
+    if a.cfg != parser_default_cfg():
+        cfg.update({k: int(v) for k, v in (kv.split("=") for kv in a.cfg.split(","))})
+    lay, lw, xl = mma_gluon.layouts(cfg["BN"], mma_tiles.BK, cfg["warps"], cfg["split"])
+    base = dict(FMT=cfg["fmt"], HAS_S2=cfg["fmt"] == 1, WEIGHT_ON_INPUT=False, BM=cfg["BM"], BN=cfg["BN"],
+                BK=mma_tiles.BK, MMA=lay, LW=lw, XL=xl, SPLIT=cfg["split"])
+    for kernel, extra in ((mma_gluon.mma13_kernel, {}), (mma_gluon.mma2_kernel, dict(PAIR_ROWS=True))):
+        r = probe(kernel, dict(base, **extra), a.arch, cfg["warps"], a.dump, x_type="*fp16", gluon=True)
         print(kernel.__name__, r)
 
 

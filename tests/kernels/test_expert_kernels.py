@@ -443,6 +443,30 @@ def test_mma_tiles_match_the_triton_tiles_and_the_reference(monkeypatch, cls, to
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("cls,m", [("narrow", 300), ("mid", 800), ("large", 1500)])
+@pytest.mark.parametrize("on_input", [False, True])
+def test_mma_split_k_steps_give_the_whole_step_bits(monkeypatch, cls, m, on_input):
+    """Tile option ``mma_split`` (each 128-wide K step multiplied in two halves, both tiers
+    on the mma kernels) issues the same products in the same order: the same bits as whole
+    steps, and the reference's result."""
+    if DEV != "cuda":
+        pytest.skip("the mma kernels need the GPU")
+    from nf3_hybrid.backends import triton_tiers
+
+    ref, tri, ws, classes = _grouped_only(monkeypatch, cls, (m,), n_kept=24, seed=31)
+    w, ids = routing(m, 64, 8, seed=m + 5, device=DEV)
+    x = (torch.randn(m, 1024, device=DEV) * 2).to(torch.bfloat16)
+    got = {}
+    for split in (1, 2):
+        monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE",
+                            {**classes, cls: dict(classes[cls], mma=1, mma_kept=1, mma_split=split)})
+        poison(ws)
+        got[split] = tri.forward(x, w, ids, weights_on_input=on_input)
+    assert torch.equal(got[1], got[2]), (cls, rel(got[2], got[1]))
+    assert rel(got[2], ref.forward(x, w, ids, weights_on_input=on_input)) < TOL
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("m", [200, 700, 2500])
 def test_tiers_on_two_streams_give_the_one_stream_bits(monkeypatch, m):
     """The grouped path runs the kept tier on a side stream beside the NF3 tier

@@ -37,8 +37,9 @@ def test_shapes_outside_whole_windows_are_refused():
     assert mma_tiles.shape_fits(6144, 512) and not mma_tiles.shape_fits(2880, 512)
 
 
+@pytest.mark.parametrize("split", [1, 2])
 @pytest.mark.parametrize("fmt", [0, 1])
-def test_kernels_compile_for_sm90_with_register_only_operands(fmt):
+def test_kernels_compile_for_sm90_with_register_only_operands(fmt, split):
     """Both GEMMs, NF3 and NVFP4, as the launcher instantiates them: ``convert_layout(...,
     assert_trivial=True)`` fails to compile if the decoded values would have to move
     between lanes to reach the A operand."""
@@ -50,10 +51,10 @@ def test_kernels_compile_for_sm90_with_register_only_operands(fmt):
 
     from nf3_hybrid.kernels import mma_gluon
 
-    mma, lw, xl = mma_gluon.layouts(mma_tiles.BN, mma_tiles.BK, mma_tiles.WARPS)
+    mma, lw, xl = mma_gluon.layouts(mma_tiles.BN, mma_tiles.BK, mma_tiles.WARPS, split)
     for kernel, extra in ((mma_gluon.mma13_kernel, {}), (mma_gluon.mma2_kernel, dict(PAIR_ROWS=True))):
         consts = dict(FMT=fmt, HAS_S2=fmt == 1, WEIGHT_ON_INPUT=False, BM=16, BN=mma_tiles.BN, BK=mma_tiles.BK,
-                      MMA=mma, LW=lw, XL=xl, **extra)
+                      MMA=mma, LW=lw, XL=xl, SPLIT=split, **extra)
         sig = {}
         for name in kernel.arg_names:
             if name in consts:
@@ -67,6 +68,39 @@ def test_kernels_compile_for_sm90_with_register_only_operands(fmt):
         compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=mma_tiles.WARPS))
         ptx = compiled.asm["ptx"]
         assert "mma.sync.aligned.m16n8k16" in ptx and "cvt.rn.f16x2.e4m3x2" in ptx
+
+
+def test_a_k_split_other_than_one_or_two_is_refused():
+    """``mma_split`` halves each 128-wide step; a third value would silently mean one of them."""
+    assert mma_tiles._split({}) == 1 and mma_tiles._split({"mma_split": 2}) == 2
+    with pytest.raises(ValueError, match="mma_split=4"):
+        mma_tiles._split({"mma_split": 4})
+
+
+def test_large_batches_take_32_token_blocks_only_when_every_tier_runs_on_mma(monkeypatch):
+    """The large class's ``all_mma`` tiles: 32-token blocks and the NVFP4 tier on the mma
+    kernels when both tiers can run there; a layer with a tier on the Triton tiles (MXFP4,
+    no Gluon) keeps 64-token blocks, as do tiles that turn the mma kernels off — and the
+    workspace plans routing slots for the 32-token blocks of a whole chunk."""
+    from types import SimpleNamespace
+
+    from nf3_hybrid.kernels import align
+
+    on, off = SimpleNamespace(mma=True), SimpleNamespace(mma=False)
+    m = triton_tiers.MID_TOKENS + 1
+    assert triton_tiers.grouped_class(m) == "large"
+    both = triton_tiers.layer_tiles(triton_tiers.grouped_config(m, False), [on, on])
+    assert both["BM"] == 32 and both["mma_kept"] == 1 and "all_mma" not in both
+    mixed = triton_tiers.layer_tiles(triton_tiers.grouped_config(m, False), [on, off])
+    assert mixed["BM"] == 64 and not mixed.get("mma_kept") and "all_mma" not in mixed
+    no_mma = triton_tiers.layer_tiles(dict(triton_tiers.grouped_config(m, False), mma=0), [on, on])
+    assert no_mma["BM"] == 64
+    mid = triton_tiers.grouped_config(triton_tiers.MID_TOKENS, False)
+    assert triton_tiers.layer_tiles(dict(mid), [on, off]) == mid  # classes without all_mma unchanged
+    monkeypatch.setattr(triton_tiers, "interpret", lambda: False)  # the GPU's tiles
+    ws = triton_tiers.Workspace(torch.device("cpu"))
+    ws.reserve(4096, 8, 256, 128, 16)
+    assert ws.sorted_ids.shape[1] >= align.capacity(ws.chunk * 8, 16, 32)[0]
 
 
 def _fake_cuda(monkeypatch, capability):

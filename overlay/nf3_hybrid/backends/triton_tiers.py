@@ -131,16 +131,25 @@ def down_tiles(inter: int) -> dict:
 # 576 tokens, 1158 against 1138 at 640; I=1024 1767 against 2110 at 512, 2198 against 2149
 # at 640; I=2048 2724 against 4113 at 384, 4306 against 4220 at 640 — the narrow class
 # reaches 576 tokens. Above 1024, 64-token blocks with the NVFP4 tier on the Triton tiles
-# stay the fastest: 2538 / 5113 µs at 2048 / 4096 (I=512) against 2684 / 5392 with 32-token
-# blocks and both tiers on the mma kernels.
+# stayed the fastest in whole K steps: 2538 / 5113 µs at 2048 / 4096 (I=512) against 2684 /
+# 5392 with 32-token blocks and both tiers on the mma kernels (split steps: below).
+# Session 11, ``mma_split`` 2 (kernels/mma_tiles.py: each 128-wide K step in two halves,
+# fewer registers, same bits): hybrid layer 1-3 % faster up to 512 tokens, 11 % at 800-1024
+# (I=512 1592 → 1422 µs at 1024; I=2048 5875 → 5249), and in 64-token blocks the NVFP4 tier
+# no longer spills (layer_split_h200_s11.json). Above 1024 tokens, with both tiers on the mma
+# kernels, 32-token blocks are then the fastest: I=512 2389 / 4804 µs at 2048 / 4096 against
+# 2515 / 5057 built-in before, I=2048 8734 / 17600 against 9394 / 19060 — ``all_mma``: the
+# tiles that replace the class's when every tier of the layer runs on the mma kernels (a
+# layer with an MXFP4 tier, or without Gluon, keeps 64-token blocks for its Triton tiles).
 _MID_TILES = dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1,
-                  mma=1, mma_kept=1)
+                  mma=1, mma_kept=1, mma_split=2)
 _GROUPED_TILES = {
-    "small": dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1, ptx4=1, mma=1, mma_kept=1),
+    "small": dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1, ptx4=1, mma=1, mma_kept=1,
+                  mma_split=2),
     "narrow": dict(_MID_TILES, BM=16),
     "mid": _MID_TILES,
     "large": dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1,
-                  mma=1),
+                  mma=1, mma_split=2, all_mma=dict(BM=32, mma_kept=1)),
 }
 # under the interpreter (CPU tests): small tiles, float32 dots; narrow and mid alike (BM 16)
 _INTERP_MID_TILES = dict(BM=16, BN13=32, BK13=128, BN2=32, BK2=128, warps=4, stages=1)
@@ -176,6 +185,15 @@ def grouped_config(m: int, interp: bool) -> dict:
     if CONFIG_OVERRIDE is not None and cls in CONFIG_OVERRIDE:
         return dict(CONFIG_OVERRIDE[cls])
     return dict((_INTERP_TILES if interp else _GROUPED_TILES)[cls])
+
+
+def layer_tiles(cfg: dict, tiers) -> dict:
+    """A class's tiles for these tiers: its ``all_mma`` entries applied when the tiles put
+    the tiers on the mma kernels and every one of them can run there (see _GROUPED_TILES)."""
+    extra = cfg.pop("all_mma", None)
+    if extra and cfg.get("mma") and all(t.mma for t in tiers):
+        cfg.update(extra)
+    return cfg
 
 
 def _bins(n_local_max: int) -> int:
@@ -225,7 +243,9 @@ class Workspace:
         """Grow the scratch to cover these sizes (called while processing weights); whether
         it grew. ``block_sizes``: token blocks (BM) to plan routing slots for beyond the
         built-in tiles' (the benchmark's sweep candidates)."""
-        builtin = [grouped_config(m, interpret())["BM"] for m in class_sizes()]
+        builtin = [cfg.get("all_mma", {}).get("BM", cfg["BM"]) for cfg in map(lambda m: grouped_config(m, interpret()),
+                                                                              class_sizes())]
+        builtin += [grouped_config(m, interpret())["BM"] for m in class_sizes()]
         need = (max(self.max_tokens, max_tokens), max(self.topk, topk), max(self.hidden, hidden),
                 max(self.inter, inter), max(self.n_local, n_local), max([self.max_block, *builtin, *block_sizes]))
         if need == (self.max_tokens, self.topk, self.hidden, self.inter, self.n_local, self.max_block):
@@ -472,7 +492,7 @@ def run_chunk(tiers, maps, x, topk_weights, topk_ids, weights_on_input, *, resul
     ws = tiers[0].ws
     m, topk = topk_ids.shape
     ids, tw = _flat_routing(topk_weights, topk_ids)
-    cfg = grouped_config(m, interpret())
+    cfg = layer_tiles(grouped_config(m, interpret()), tiers)
     pairs = ids.numel()
     cap, blocks = align.capacity(pairs, ws.n_local, cfg["BM"])
     if cap > ws.sorted_ids.shape[1] or blocks > ws.block_expert.shape[1]:

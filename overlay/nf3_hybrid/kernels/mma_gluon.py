@@ -14,6 +14,10 @@ Layouts (num_warps W, a row tile of BN weight rows, K steps of BK = 128·NW):
   ``convert_layout(..., assert_trivial=True)`` makes the compiler prove it.
 - the B operand (activations, [BK, BM]) is loaded row-contiguous and converted through
   shared memory (two 16-byte loads, two stores and eight ldmatrix per thread per step).
+- ``SPLIT`` 2 multiplies each 128-wide step in two 64-wide halves: a lane's first two code
+  words hold its values of the window's first half (``_a_half``), so half the decoded
+  weights and half the activations are live at a time, with the same products in the same
+  order as one whole step.
 """
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -39,8 +43,10 @@ cvt.rn.f16x2.e4m3x2 $0, s0;
 """)
 
 
-def layouts(BN: int, BK: int, W: int):
-    """(MMA accumulator layout, word layout LW, activation-load layout XL) of a tile."""
+def layouts(BN: int, BK: int, W: int, split: int = 1):
+    """(MMA accumulator layout, word layout LW, activation-load layout XL) of a tile;
+    ``split``: 2 when each K step is multiplied in two 64-wide halves (XL then covers 64
+    rows of activations without repeating loads)."""
     mma = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[W, 1], instr_shape=[16, 8])
     nw = BK // 128
     reg = [[8, 0, 0]] + [[0, 1 << i, 0] for i in range(nw.bit_length() - 1)]
@@ -51,7 +57,10 @@ def layouts(BN: int, BK: int, W: int):
     warps = [[16 << i, 0, 0] for i in range(W.bit_length() - 1)]
     lw = gl.DistributedLinearLayout(reg_bases=reg, lane_bases=[[0, 0, 1], [0, 0, 2], [1, 0, 0], [2, 0, 0], [4, 0, 0]],
                                     warp_bases=warps, block_bases=[], shape=[BN, nw, 4])
-    xl = gl.BlockedLayout(size_per_thread=[8, 1], threads_per_warp=[16, 2], warps_per_cta=[1, W], order=[0, 1])
+    if split == 1:
+        xl = gl.BlockedLayout(size_per_thread=[8, 1], threads_per_warp=[16, 2], warps_per_cta=[1, W], order=[0, 1])
+    else:
+        xl = gl.BlockedLayout(size_per_thread=[8, 1], threads_per_warp=[8, 4], warps_per_cta=[1, W], order=[0, 1])
     return mma, lw, xl
 
 
@@ -114,6 +123,39 @@ def _a_operand(ws, sc, pt0, pt1, pt2, pt3, FMT: gl.constexpr, BN: gl.constexpr, 
 
 
 @gluon.jit
+def _a_half(ws, sc, h: gl.constexpr, pt0, pt1, pt2, pt3, FMT: gl.constexpr, BN: gl.constexpr,
+            A_DOT: gl.constexpr):
+    """Half h of ``_a_operand``'s tile (one 128-wide window): [BN, 64], K positions
+    64·h + 32·w0 + 16·i2 + 8·i1 + 4·t1 + 2·t0 + i0 of the window — the first two code words
+    of each lane's group for h = 0 (NF3 a, b; NVFP4 a, b and the first scale), the last
+    two for h = 1. Half the decoded values and half the activations live at a time."""
+    if FMT == 0:
+        a, b, c = ws
+        s = _scale2(sc[0])
+        if h == 0:
+            x = a
+            y = b
+        else:
+            x = c
+            y = ((a >> 3) & 0x11111111) | ((b >> 2) & 0x22222222) | ((c >> 1) & 0x44444444)  # codes 24-31
+    else:
+        if h == 0:
+            x = ws[0]
+            y = ws[1]
+            s = _scale2(sc[0])
+        else:
+            x = ws[2]
+            y = ws[3]
+            s = _scale2(sc[1])
+    v = gl.join(_word_values(x, s, pt0, pt1, pt2, pt3, FMT), _word_values(y, s, pt0, pt1, pt2, pt3, FMT))
+    # [BN, 1, t, i0, i1, i2, w0] → q = 32·w0 + 16·i2 + 8·i1 + 4·t1 + 2·t0 + i0
+    v = gl.reshape(v, [BN, 2, 2, 2, 2, 2, 2])
+    v = gl.permute(v, [0, 6, 5, 4, 1, 2, 3])
+    v = gl.reshape(v, [BN, 64])
+    return gl.convert_layout(v, A_DOT, assert_trivial=True)
+
+
+@gluon.jit
 def _load_group(wp, sp, kw, ks, FMT: gl.constexpr):
     """The lanes' words and scale bytes of the K step whose first group is kw words / ks
     scale bytes on from the pointers."""
@@ -167,10 +209,12 @@ def _p_position(col):
 def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw_ptr, inter_ptr, stride_im,
                  pt0, pt1, pt2, pt3, P, topk, K, I, stride_we, stride_wn, stride_se, stride_sn,
                  FMT: gl.constexpr, HAS_S2: gl.constexpr, WEIGHT_ON_INPUT: gl.constexpr, BM: gl.constexpr,
-                 BN: gl.constexpr, BK: gl.constexpr, MMA: gl.constexpr, LW: gl.constexpr, XL: gl.constexpr):
+                 BN: gl.constexpr, BK: gl.constexpr, MMA: gl.constexpr, LW: gl.constexpr, XL: gl.constexpr,
+                 SPLIT: gl.constexpr = 1):
     """Gate and up rows [j·BN, +BN) of one expert block; silu(gate)·up into the
     intermediate cache, columns in activation order. ``x_ptr``: fp16 activations in
-    activation order (mma_tiles.activation_order)."""
+    activation order (mma_tiles.activation_order). ``SPLIT`` 2: each K step multiplied in
+    two 64-wide halves (BK 128), ``_a_half``."""
     A_DOT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
     B_DOT: gl.constexpr = gl.DotOperandLayout(operand_index=1, parent=MMA, k_width=2)
     blk = gl.program_id(0)
@@ -181,7 +225,7 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
     pairs_x = gl.load(sorted_ptr + blk * BM + gl.arange(0, BM, layout=gl.SliceLayout(0, XL)))
     tok_x = gl.where(pairs_x < P, pairs_x // topk, 0).to(gl.int64)
     xp = (x_ptr + gl.expand_dims(tok_x, 0) * stride_xm
-          + gl.expand_dims(gl.arange(0, BK, layout=gl.SliceLayout(1, XL)), 1))
+          + gl.expand_dims(gl.arange(0, BK // SPLIT, layout=gl.SliceLayout(1, XL)), 1))
     gw, gs = _group_ptrs(w_ptr, s_ptr, e, j * BN, stride_we, stride_wn, stride_se, stride_sn, BN, BK, LW, FMT)
     uw = gw + I * stride_wn
     us = gs + I * stride_sn
@@ -196,8 +240,15 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
         kw, ks = _step_offsets(gl.minimum(k0 + BK, K - BK), FMT)
         ngw, ngs = _load_group(gw, gs, kw, ks, FMT)
         nuw, nus = _load_group(uw, us, kw, ks, FMT)
-        acc_g = mma_v2(_a_operand(gwd, gsc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT), xb, acc_g)
-        acc_u = mma_v2(_a_operand(uwd, usc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT), xb, acc_u)
+        if SPLIT == 1:
+            acc_g = mma_v2(_a_operand(gwd, gsc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT), xb, acc_g)
+            acc_u = mma_v2(_a_operand(uwd, usc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT), xb, acc_u)
+        else:
+            acc_g = mma_v2(_a_half(gwd, gsc, 0, pt0, pt1, pt2, pt3, FMT, BN, A_DOT), xb, acc_g)
+            acc_u = mma_v2(_a_half(uwd, usc, 0, pt0, pt1, pt2, pt3, FMT, BN, A_DOT), xb, acc_u)
+            xb = _b_operand(xp + k0 + BK // 2, B_DOT)
+            acc_g = mma_v2(_a_half(gwd, gsc, 1, pt0, pt1, pt2, pt3, FMT, BN, A_DOT), xb, acc_g)
+            acc_u = mma_v2(_a_half(uwd, usc, 1, pt0, pt1, pt2, pt3, FMT, BN, A_DOT), xb, acc_u)
         gwd = ngw
         gsc = ngs
         uwd = nuw
@@ -222,7 +273,7 @@ def mma2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr
                 pt0, pt1, pt2, pt3, P, topk, K, stride_we, stride_wn, stride_se, stride_sn,
                 FMT: gl.constexpr, HAS_S2: gl.constexpr, WEIGHT_ON_INPUT: gl.constexpr, PAIR_ROWS: gl.constexpr,
                 BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, MMA: gl.constexpr, LW: gl.constexpr,
-                XL: gl.constexpr):
+                XL: gl.constexpr, SPLIT: gl.constexpr = 1):
     """Down rows [j·BN, +BN) of one expert block from the intermediate cache (K = the
     intermediate size, in activation order): each pair's fp32 row stored (PAIR_ROWS) or
     added atomically into its token's row."""
@@ -235,7 +286,7 @@ def mma2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr
         return
     slots_x = (blk * BM + gl.arange(0, BM, layout=gl.SliceLayout(0, XL))).to(gl.int64)
     hp = (inter_ptr + gl.expand_dims(slots_x, 0) * stride_im
-          + gl.expand_dims(gl.arange(0, BK, layout=gl.SliceLayout(1, XL)), 1))
+          + gl.expand_dims(gl.arange(0, BK // SPLIT, layout=gl.SliceLayout(1, XL)), 1))
     wp, sp = _group_ptrs(w_ptr, s_ptr, e, j * BN, stride_we, stride_wn, stride_se, stride_sn, BN, BK, LW, FMT)
     acc = gl.zeros([BN, BM], gl.float32, MMA)
     wd, sc = _load_group(wp, sp, 0, 0, FMT)
@@ -243,7 +294,12 @@ def mma2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr
         hb = _b_operand(hp + k0, B_DOT)
         kw, ks = _step_offsets(gl.minimum(k0 + BK, K - BK), FMT)
         nwd, nsc = _load_group(wp, sp, kw, ks, FMT)
-        acc = mma_v2(_a_operand(wd, sc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT), hb, acc)
+        if SPLIT == 1:
+            acc = mma_v2(_a_operand(wd, sc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT), hb, acc)
+        else:
+            acc = mma_v2(_a_half(wd, sc, 0, pt0, pt1, pt2, pt3, FMT, BN, A_DOT), hb, acc)
+            hb = _b_operand(hp + k0 + BK // 2, B_DOT)
+            acc = mma_v2(_a_half(wd, sc, 1, pt0, pt1, pt2, pt3, FMT, BN, A_DOT), hb, acc)
         wd = nwd
         sc = nsc
     pairs = gl.load(sorted_ptr + blk * BM + gl.arange(0, BM, layout=gl.SliceLayout(0, MMA)))

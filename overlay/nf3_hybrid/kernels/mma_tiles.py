@@ -74,10 +74,21 @@ def p_position(c: torch.Tensor) -> torch.Tensor:
 
 
 @lru_cache(maxsize=None)
-def _layouts(bn: int, bk: int, warps: int):
+def _layouts(bn: int, bk: int, warps: int, split: int):
     from . import mma_gluon
 
-    return mma_gluon.layouts(bn, bk, warps)
+    return mma_gluon.layouts(bn, bk, warps, split)
+
+
+def _split(cfg: dict) -> int:
+    """Tile option ``mma_split``: 2 multiplies each 128-wide K step in two halves, so that
+    half the decoded weights and half the activations are live at a time (compile_probe,
+    SM90, gate/up kernel in 64-token blocks: 254 → 210 registers for NF3, 255 + 72 bytes
+    of spill → 212 for NVFP4); the products and their order are the same."""
+    split = int(cfg.get("mma_split", 1))
+    if split not in (1, 2):
+        raise ValueError(f"mma_split={split}: 1 or 2")
+    return split
 
 
 def _tile(cfg: dict, key: str, size: int) -> int:
@@ -103,14 +114,14 @@ def launch_w13(xp, w13, s13, s13_2, sorted_ids, block_expert, topk_weights, inte
     from . import mma_gluon
 
     k = xp.shape[1]
-    bn, warps = _tile(cfg, "mma_bn13", inter_size), int(cfg.get("mma_warps", WARPS))
-    mma, lw, xl = _layouts(bn, BK, warps)
+    bn, warps, split = _tile(cfg, "mma_bn13", inter_size), int(cfg.get("mma_warps", WARPS)), _split(cfg)
+    mma, lw, xl = _layouts(bn, BK, warps, split)
     w = w13.view(torch.int32)
     mma_gluon.mma13_kernel[(block_expert.numel(), inter_size // bn)](
         xp, xp.stride(0), w, s13, s13_2 if s13_2 is not None else s13, sorted_ids, block_expert, topk_weights,
         inter, inter.stride(0), *words, num_pairs, topk, k, inter_size, w.stride(0), w.stride(1), s13.stride(0),
         s13.stride(1), FMT=fmt, HAS_S2=s13_2 is not None, WEIGHT_ON_INPUT=weight_on_input, BM=cfg["BM"], BN=bn,
-        BK=BK, MMA=mma, LW=lw, XL=xl, num_warps=warps)
+        BK=BK, MMA=mma, LW=lw, XL=xl, SPLIT=split, num_warps=warps)
 
 
 def launch_w2(inter, w2, s2, s2_2, sorted_ids, block_expert, topk_weights, out, num_pairs, topk, inter_size,
@@ -119,11 +130,11 @@ def launch_w2(inter, w2, s2, s2_2, sorted_ids, block_expert, topk_weights, out, 
     from . import mma_gluon
 
     hidden = out.shape[1]
-    bn, warps = _tile(cfg, "mma_bn2", hidden), int(cfg.get("mma_warps", WARPS))
-    mma, lw, xl = _layouts(bn, BK, warps)
+    bn, warps, split = _tile(cfg, "mma_bn2", hidden), int(cfg.get("mma_warps", WARPS)), _split(cfg)
+    mma, lw, xl = _layouts(bn, BK, warps, split)
     w = w2.view(torch.int32)
     mma_gluon.mma2_kernel[(block_expert.numel(), hidden // bn)](
         inter, inter.stride(0), w, s2, s2_2 if s2_2 is not None else s2, sorted_ids, block_expert, topk_weights,
         out, out.stride(0), *words, num_pairs, topk, inter_size, w.stride(0), w.stride(1), s2.stride(0),
         s2.stride(1), FMT=fmt, HAS_S2=s2_2 is not None, WEIGHT_ON_INPUT=weight_on_input, PAIR_ROWS=pair_rows,
-        BM=cfg["BM"], BN=bn, BK=BK, MMA=mma, LW=lw, XL=xl, num_warps=warps)
+        BM=cfg["BM"], BN=bn, BK=BK, MMA=mma, LW=lw, XL=xl, SPLIT=split, num_warps=warps)
