@@ -243,9 +243,8 @@ class Workspace:
         """Grow the scratch to cover these sizes (called while processing weights); whether
         it grew. ``block_sizes``: token blocks (BM) to plan routing slots for beyond the
         built-in tiles' (the benchmark's sweep candidates)."""
-        builtin = [cfg.get("all_mma", {}).get("BM", cfg["BM"]) for cfg in map(lambda m: grouped_config(m, interpret()),
-                                                                              class_sizes())]
-        builtin += [grouped_config(m, interpret())["BM"] for m in class_sizes()]
+        tiles = [grouped_config(m, interpret()) for m in class_sizes()]
+        builtin = [c["BM"] for c in tiles] + [c["all_mma"]["BM"] for c in tiles if "all_mma" in c]
         need = (max(self.max_tokens, max_tokens), max(self.topk, topk), max(self.hidden, hidden),
                 max(self.inter, inter), max(self.n_local, n_local), max([self.max_block, *builtin, *block_sizes]))
         if need == (self.max_tokens, self.topk, self.hidden, self.inter, self.n_local, self.max_block):
