@@ -137,7 +137,7 @@ def main():
         return grouped(a)
     if a.mma:
         return mma(a)
-    cfg = {k: int(v) for k, v in (kv.split("=") for kv in a.cfg.split(","))}
+    cfg = _cfg(a)
     c = dict(COMMON, PDL=bool(cfg.get("pdl", 1)))
     for kernel, bn, bk, extra in ((expert_gemv._gemv13_kernel, cfg["BN13"], cfg["BK13"], c),
                                   (expert_gemv._gemv2_kernel, cfg["BN2"], cfg["BK2"], c)):
@@ -146,10 +146,17 @@ def main():
 
 
 
+def _cfg(a, defaults=None) -> dict:
+    """``--cfg`` as ints; over ``defaults`` for the grouped and mma kernels (the option's
+    own default is the decode GEMV's tiles)."""
+    given = {k: int(v) for k, v in (kv.split("=") for kv in a.cfg.split(","))}
+    if defaults is None:
+        return given
+    return dict(defaults, **({} if a.cfg == parser_default_cfg() else given))
+
+
 def grouped(a):
-    cfg = dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, ptx=1)
-    if a.cfg != parser_default_cfg():
-        cfg.update({k: int(v) for k, v in (kv.split("=") for kv in a.cfg.split(","))})
+    cfg = _cfg(a, dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, ptx=1))
     fmt = cfg.get("fmt", expert_mlp.FMT_NF3)  # fmt=1: an NVFP4 tier (its tile option magic=1/2 applies)
     words = expert_mlp.ptx_words(fmt, cfg, ptx_decode.nf3_table_words(nf3.validate_codebook(None)), False)
     base = dict(FMT=fmt, HAS_S2=fmt != expert_mlp.FMT_NF3, WEIGHT_ON_INPUT=False, BM=cfg["BM"], DT=tl.float16,
@@ -165,9 +172,7 @@ def grouped(a):
 def mma(a):
     from nf3_hybrid.kernels import mma_gluon, mma_tiles
 
-    cfg = dict(BM=32, fmt=0, BN=mma_tiles.BN, warps=mma_tiles.WARPS, split=1)
-    if a.cfg != parser_default_cfg():
-        cfg.update({k: int(v) for k, v in (kv.split("=") for kv in a.cfg.split(","))})
+    cfg = _cfg(a, dict(BM=32, fmt=0, BN=mma_tiles.BN, warps=mma_tiles.WARPS, split=1))
     lay, lw, xl = mma_gluon.layouts(cfg["BN"], mma_tiles.BK, cfg["warps"], cfg["split"])
     base = dict(FMT=cfg["fmt"], HAS_S2=cfg["fmt"] == 1, WEIGHT_ON_INPUT=False, BM=cfg["BM"], BN=cfg["BN"],
                 BK=mma_tiles.BK, MMA=lay, LW=lw, XL=xl, SPLIT=cfg["split"])

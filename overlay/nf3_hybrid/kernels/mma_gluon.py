@@ -97,24 +97,37 @@ def _scale2(sbits):
 
 
 @gluon.jit
-def _a_operand(ws, sc, pt0, pt1, pt2, pt3, FMT: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr,
-               A_DOT: gl.constexpr):
-    """The dequantized [BN, BK] weight tile, K in activation order, in the MMA's A layout,
-    from each lane's words ``ws`` and scale bytes ``sc`` ([BN, NW, 4] each in LW): NF3
-    (a, b, c) and one scale, the fourth code word gathered from their nibbles' top bits;
-    NVFP4 (a, b, c, d) and two scales, the first for a and b."""
+def _half_words(ws, sc, h: gl.constexpr, FMT: gl.constexpr):
+    """(x, y, s): the two code words and the fp16x2 scale of half h of each lane's group
+    (``ws`` / ``sc``: its words and scale bytes). NF3 (a, b, c), one scale: a, b for h = 0;
+    c and the fourth word, gathered from the nibbles' top bits, for h = 1. NVFP4 (a, b, c,
+    d), two scales: a, b with the first, c, d with the second."""
     if FMT == 0:
         a, b, c = ws
         s = _scale2(sc[0])
-        sa = s
-        sc2 = s
-        d = ((a >> 3) & 0x11111111) | ((b >> 2) & 0x22222222) | ((c >> 1) & 0x44444444)  # codes 24-31
+        if h == 0:
+            x = a
+            y = b
+        else:
+            x = c
+            y = ((a >> 3) & 0x11111111) | ((b >> 2) & 0x22222222) | ((c >> 1) & 0x44444444)  # codes 24-31
     else:
-        a, b, c, d = ws
-        sa = _scale2(sc[0])
-        sc2 = _scale2(sc[1])
-    v = gl.join(gl.join(_word_values(a, sa, pt0, pt1, pt2, pt3, FMT), _word_values(b, sa, pt0, pt1, pt2, pt3, FMT)),
-                gl.join(_word_values(c, sc2, pt0, pt1, pt2, pt3, FMT), _word_values(d, sc2, pt0, pt1, pt2, pt3, FMT)))
+        x = ws[2 * h]
+        y = ws[2 * h + 1]
+        s = _scale2(sc[h])
+    return x, y, s
+
+
+@gluon.jit
+def _a_operand(ws, sc, pt0, pt1, pt2, pt3, FMT: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr,
+               A_DOT: gl.constexpr):
+    """The dequantized [BN, BK] weight tile, K in activation order, in the MMA's A layout,
+    from each lane's words ``ws`` and scale bytes ``sc`` ([BN, NW, 4] each in LW), its
+    halves' words as ``_half_words`` gives them."""
+    x0, y0, s0 = _half_words(ws, sc, 0, FMT)
+    x1, y1, s1 = _half_words(ws, sc, 1, FMT)
+    v = gl.join(gl.join(_word_values(x0, s0, pt0, pt1, pt2, pt3, FMT), _word_values(y0, s0, pt0, pt1, pt2, pt3, FMT)),
+                gl.join(_word_values(x1, s1, pt0, pt1, pt2, pt3, FMT), _word_values(y1, s1, pt0, pt1, pt2, pt3, FMT)))
     # [BN, NW, t, i0, i1, i2, w0, w1] → p = 128·nw + 64·w1 + 32·w0 + 16·i2 + 8·i1 + 4·t1 + 2·t0 + i0
     v = gl.reshape(v, [BN, BK // 128, 2, 2, 2, 2, 2, 2, 2])
     v = gl.permute(v, [0, 1, 8, 7, 6, 5, 2, 3, 4])
@@ -126,27 +139,9 @@ def _a_operand(ws, sc, pt0, pt1, pt2, pt3, FMT: gl.constexpr, BN: gl.constexpr, 
 def _a_half(ws, sc, h: gl.constexpr, pt0, pt1, pt2, pt3, FMT: gl.constexpr, BN: gl.constexpr,
             A_DOT: gl.constexpr):
     """Half h of ``_a_operand``'s tile (one 128-wide window): [BN, 64], K positions
-    64·h + 32·w0 + 16·i2 + 8·i1 + 4·t1 + 2·t0 + i0 of the window — the first two code words
-    of each lane's group for h = 0 (NF3 a, b; NVFP4 a, b and the first scale), the last
-    two for h = 1. Half the decoded values and half the activations live at a time."""
-    if FMT == 0:
-        a, b, c = ws
-        s = _scale2(sc[0])
-        if h == 0:
-            x = a
-            y = b
-        else:
-            x = c
-            y = ((a >> 3) & 0x11111111) | ((b >> 2) & 0x22222222) | ((c >> 1) & 0x44444444)  # codes 24-31
-    else:
-        if h == 0:
-            x = ws[0]
-            y = ws[1]
-            s = _scale2(sc[0])
-        else:
-            x = ws[2]
-            y = ws[3]
-            s = _scale2(sc[1])
+    64·h + 32·w0 + 16·i2 + 8·i1 + 4·t1 + 2·t0 + i0 of the window, from ``_half_words``.
+    Half the decoded values and half the activations live at a time."""
+    x, y, s = _half_words(ws, sc, h, FMT)
     v = gl.join(_word_values(x, s, pt0, pt1, pt2, pt3, FMT), _word_values(y, s, pt0, pt1, pt2, pt3, FMT))
     # [BN, 1, t, i0, i1, i2, w0] → q = 32·w0 + 16·i2 + 8·i1 + 4·t1 + 2·t0 + i0
     v = gl.reshape(v, [BN, 2, 2, 2, 2, 2, 2])
