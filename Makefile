@@ -15,13 +15,13 @@ PYTEST_ARGS ?=
 
 $(STAMP): overlay/nf3_hybrid/versions.py scripts/stack.py
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
-	$(VPY) -m pip install --quiet --upgrade pip
-	$(VPY) -m pip install --quiet $$($(PYTHON) scripts/stack.py)
+	$(VPY) -m pip install --quiet --no-cache-dir --upgrade pip
+	$(VPY) -m pip install --quiet --no-cache-dir $$($(PYTHON) scripts/stack.py)
 	touch $@
 
 $(SIDE_STAMP): overlay/nf3_hybrid/versions.py scripts/stack.py
 	test -x $(SIDE)/bin/python || $(PYTHON) -m venv $(SIDE)
-	$(SIDE)/bin/python -m pip install --quiet --no-deps $$($(PYTHON) scripts/stack.py --b12x-nf3-side)
+	$(SIDE)/bin/python -m pip install --quiet --no-cache-dir --no-deps $$($(PYTHON) scripts/stack.py --b12x-nf3-side)
 	touch $@
 
 venv: $(STAMP)
