@@ -10,6 +10,7 @@ import torch
 from nf3_hybrid.backends import select, triton_tiers
 from nf3_hybrid.kernels import mma_tiles
 
+from .sm90 import compile_probe
 from .tiers import make_tier
 
 
@@ -39,35 +40,16 @@ def test_shapes_outside_whole_windows_are_refused():
 
 @pytest.mark.parametrize("split", [1, 2])
 @pytest.mark.parametrize("fmt", [0, 1])
-def test_kernels_compile_for_sm90_with_register_only_operands(fmt, split):
+def test_kernels_compile_for_sm90_with_register_only_operands(fmt, split, tmp_path):
     """Both GEMMs, NF3 and NVFP4, as the launcher instantiates them: ``convert_layout(...,
     assert_trivial=True)`` fails to compile if the decoded values would have to move
     between lanes to reach the A operand."""
     if mma_tiles.gluon_missing():
         pytest.skip(f"no Gluon in this Triton: {mma_tiles.gluon_missing()}")
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon._runtime import GluonASTSource
-
-    from nf3_hybrid.kernels import mma_gluon
-
-    mma, lw, xl = mma_gluon.layouts(mma_tiles.BN, mma_tiles.BK, mma_tiles.WARPS, split)
-    for kernel, extra in ((mma_gluon.mma13_kernel, {}), (mma_gluon.mma2_kernel, dict(PAIR_ROWS=True))):
-        consts = dict(FMT=fmt, HAS_S2=fmt == 1, WEIGHT_ON_INPUT=False, BM=16, BN=mma_tiles.BN, BK=mma_tiles.BK,
-                      MMA=mma, LW=lw, XL=xl, SPLIT=split, **extra)
-        sig = {}
-        for name in kernel.arg_names:
-            if name in consts:
-                sig[name] = "constexpr"
-            elif name.endswith("_ptr"):
-                sig[name] = {"w_ptr": "*i32", "s_ptr": "*u8", "s2_ptr": "*fp32", "sorted_ptr": "*i32",
-                             "bexp_ptr": "*i32", "tw_ptr": "*fp32", "out_ptr": "*fp32"}.get(name, "*fp16")
-            else:
-                sig[name] = "i32"
-        src = GluonASTSource(kernel, sig, {(kernel.arg_names.index(n),): v for n, v in consts.items()})
-        compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=mma_tiles.WARPS))
-        ptx = compiled.asm["ptx"]
-        assert "mma.sync.aligned.m16n8k16" in ptx and "cvt.rn.f16x2.e4m3x2" in ptx
+    compile_probe(tmp_path, "--mma", "--cfg", f"BM=16,fmt={fmt},split={split}")
+    for kernel in ("mma13_kernel", "mma2_kernel"):
+        ptx = (tmp_path / f"{kernel}.ptx").read_text()
+        assert "mma.sync.aligned.m16n8k16" in ptx and "cvt.rn.f16x2.e4m3x2" in ptx, kernel
 
 
 def test_a_k_split_other_than_one_or_two_is_refused():

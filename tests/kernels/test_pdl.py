@@ -3,22 +3,14 @@ for SM90 (compiled on the CPU by bench/compile_probe.py in a child process witho
 interpreter; the H200 runs it in the GPU tests): each GEMV waits for the kernel before it
 only after it has issued its first weight loads, and lets the next kernel launch; without
 PDL neither instruction is there."""
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).parents[2]
+from .sm90 import compile_probe
 
 
 @pytest.mark.parametrize("pdl", [1, 0])
 def test_gemv_waits_after_its_first_weight_loads(pdl, tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    cfg = f"BN13=2,BK13=1024,BN2=8,BK2=512,warps=1,pdl={pdl}"
-    subprocess.run([sys.executable, str(ROOT / "bench" / "compile_probe.py"), "--cfg", cfg, "--dump", str(tmp_path)],
-                   env=env, check=True, capture_output=True, text=True, timeout=600)
+    compile_probe(tmp_path, "--cfg", f"BN13=2,BK13=1024,BN2=8,BK2=512,warps=1,pdl={pdl}")
     for kernel in ("_gemv13_kernel", "_gemv2_kernel"):
         lines = (tmp_path / f"{kernel}.ptx").read_text().splitlines()
         waits = [i for i, ln in enumerate(lines) if "griddepcontrol.wait" in ln]
