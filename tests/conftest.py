@@ -9,6 +9,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 if not torch.cuda.is_available():
     # Triton kernels run on the CPU interpreter here (they dot in float32 under it)
     os.environ.setdefault("TRITON_INTERPRET", "1")
+if os.environ.get("TRITON_INTERPRET") == "1":
+    from tests.triton_interp import install
+
+    install()  # jit helpers patch once per launch: faster, and nothing left patched after
 
 
 @pytest.fixture(scope="session")
