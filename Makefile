@@ -10,6 +10,8 @@ STAMP  := $(VENV)/.nf3-stack
 SIDE   := .venv-b12x110
 SIDE_STAMP := $(SIDE)/.nf3-side
 PYTEST_ARGS ?=
+# pytest-xdist workers: one per core, at most four (each holds vLLM and the tiny checkpoints)
+TEST_WORKERS ?= auto
 
 .PHONY: test demo install venv clean
 
@@ -33,7 +35,7 @@ install: $(STAMP)
 	bash scripts/install_overlay.sh --python $(VPY) --no-extras --check
 
 test: install $(SIDE_STAMP)
-	$(VPY) -m pytest -q -m "not gpu" $(PYTEST_ARGS) tests
+	$(VPY) -m pytest -q -m "not gpu" -n $(TEST_WORKERS) --maxprocesses 4 --dist worksteal $(PYTEST_ARGS) tests
 
 demo: install
 	$(VENV)/bin/nf3-hybrid demo --build-dir build

@@ -6,6 +6,10 @@ import pytest
 import torch
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # make test runs a worker per core: torch's intra-op threads (one per core by default)
+    # on top of them would put two busy threads on every core
+    torch.set_num_threads(1)
 if not torch.cuda.is_available():
     # Triton kernels run on the CPU interpreter here (they dot in float32 under it)
     os.environ.setdefault("TRITON_INTERPRET", "1")

