@@ -200,6 +200,48 @@ def _p_position(col):
     return col - r + 2 * (r // 32) + (r % 2) + 8 * (4 * ((r % 32) // 8) + (r % 8) // 2)
 
 
+@gluon.jit
+def _store13(acc_g, acc_u, e, blk, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P, HAS_S2: gl.constexpr,
+             WEIGHT_ON_INPUT: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, MMA: gl.constexpr):
+    """The gate/up kernels' end (mma.sync and wgmma alike): accumulators [BN, BM] of gate
+    and up rows j·BN.. of expert e's block blk → silu(gate)·up, fp16, into the block's
+    slots of the intermediate cache, columns in activation order."""
+    slots = blk * BM + gl.arange(0, BM, layout=gl.SliceLayout(0, MMA))
+    if HAS_S2:
+        acc_g = acc_g * gl.load(s2_ptr + e * 2)
+        acc_u = acc_u * gl.load(s2_ptr + e * 2 + 1)
+    if WEIGHT_ON_INPUT:
+        pairs = gl.load(sorted_ptr + slots)
+        rw = gl.expand_dims(gl.load(tw_ptr + pairs, mask=pairs < P, other=0.0).to(gl.float32), 0)
+        acc_g = acc_g * rw
+        acc_u = acc_u * rw
+    h = acc_g / (1.0 + gl.exp(-acc_g)) * acc_u
+    cols = _p_position(j * BN + gl.arange(0, BN, layout=gl.SliceLayout(1, MMA)))
+    gl.store(inter_ptr + gl.expand_dims(slots.to(gl.int64), 0) * stride_im + gl.expand_dims(cols, 1),
+             h.to(gl.float16))
+
+
+@gluon.jit
+def _store2(acc, e, blk, j, s2_ptr, sorted_ptr, tw_ptr, out_ptr, stride_om, P, topk, HAS_S2: gl.constexpr,
+            WEIGHT_ON_INPUT: gl.constexpr, PAIR_ROWS: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr,
+            MMA: gl.constexpr):
+    """The down kernels' end: accumulator [BN, BM] of output rows j·BN.. → each routed
+    pair's fp32 row (PAIR_ROWS) or added atomically into its token's row."""
+    pairs = gl.load(sorted_ptr + blk * BM + gl.arange(0, BM, layout=gl.SliceLayout(0, MMA)))
+    valid = pairs < P
+    if HAS_S2:
+        acc = acc * gl.load(s2_ptr + e)
+    if not WEIGHT_ON_INPUT:
+        acc = acc * gl.expand_dims(gl.load(tw_ptr + pairs, mask=valid, other=0.0).to(gl.float32), 0)
+    cols = gl.expand_dims(j * BN + gl.arange(0, BN, layout=gl.SliceLayout(1, MMA)), 1)
+    if PAIR_ROWS:
+        row = gl.expand_dims(gl.where(valid, pairs, 0).to(gl.int64), 0)
+        gl.store(out_ptr + row * stride_om + cols, acc, mask=gl.expand_dims(valid, 0))
+    else:
+        tok = gl.expand_dims(gl.where(valid, pairs // topk, 0).to(gl.int64), 0)
+        gl.atomic_add(out_ptr + tok * stride_om + cols, acc, mask=gl.expand_dims(valid, 0), sem="relaxed")
+
+
 @gluon.jit(do_not_specialize=["P", "topk", "pt0", "pt1", "pt2", "pt3"])
 def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw_ptr, inter_ptr, stride_im,
                  pt0, pt1, pt2, pt3, P, topk, K, I, stride_we, stride_wn, stride_se, stride_sn,
@@ -249,19 +291,8 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
         gsc = ngs
         uwd = nuw
         usc = nus
-    slots = blk * BM + gl.arange(0, BM, layout=gl.SliceLayout(0, MMA))
-    if HAS_S2:
-        acc_g = acc_g * gl.load(s2_ptr + e * 2)
-        acc_u = acc_u * gl.load(s2_ptr + e * 2 + 1)
-    if WEIGHT_ON_INPUT:
-        pairs = gl.load(sorted_ptr + slots)
-        rw = gl.expand_dims(gl.load(tw_ptr + pairs, mask=pairs < P, other=0.0).to(gl.float32), 0)
-        acc_g = acc_g * rw
-        acc_u = acc_u * rw
-    h = acc_g / (1.0 + gl.exp(-acc_g)) * acc_u
-    cols = _p_position(j * BN + gl.arange(0, BN, layout=gl.SliceLayout(1, MMA)))
-    gl.store(inter_ptr + gl.expand_dims(slots.to(gl.int64), 0) * stride_im + gl.expand_dims(cols, 1),
-             h.to(gl.float16))
+    _store13(acc_g, acc_u, e, blk, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P, HAS_S2, WEIGHT_ON_INPUT,
+             BM, BN, MMA)
 
 
 @gluon.jit(do_not_specialize=["P", "topk", "pt0", "pt1", "pt2", "pt3"])
@@ -299,16 +330,5 @@ def mma2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr
             acc = mma_v2(_a_half(wd, sc, 1, pt0, pt1, pt2, pt3, FMT, BN, A_DOT), hb, acc)
         wd = nwd
         sc = nsc
-    pairs = gl.load(sorted_ptr + blk * BM + gl.arange(0, BM, layout=gl.SliceLayout(0, MMA)))
-    valid = pairs < P
-    if HAS_S2:
-        acc = acc * gl.load(s2_ptr + e)
-    if not WEIGHT_ON_INPUT:
-        acc = acc * gl.expand_dims(gl.load(tw_ptr + pairs, mask=valid, other=0.0).to(gl.float32), 0)
-    cols = gl.expand_dims(j * BN + gl.arange(0, BN, layout=gl.SliceLayout(1, MMA)), 1)
-    if PAIR_ROWS:
-        row = gl.expand_dims(gl.where(valid, pairs, 0).to(gl.int64), 0)
-        gl.store(out_ptr + row * stride_om + cols, acc, mask=gl.expand_dims(valid, 0))
-    else:
-        tok = gl.expand_dims(gl.where(valid, pairs // topk, 0).to(gl.int64), 0)
-        gl.atomic_add(out_ptr + tok * stride_om + cols, acc, mask=gl.expand_dims(valid, 0), sem="relaxed")
+    _store2(acc, e, blk, j, s2_ptr, sorted_ptr, tw_ptr, out_ptr, stride_om, P, topk, HAS_S2, WEIGHT_ON_INPUT,
+            PAIR_ROWS, BM, BN, MMA)
