@@ -6,7 +6,7 @@ Usage: python3 bench/compile_probe.py [--arch 90] [--cfg BN13=4,BK13=512,...] [-
        python3 bench/compile_probe.py --grouped [--cfg BM=64,BN13=64,BK13=64,BN2=128,BK2=64,warps=4,stages=3,ptx=1]
        (add fmt=1 for an NVFP4 tier's kernels, with magic=1 or 2, or ptx4=1)
        python3 bench/compile_probe.py --mma [--cfg BM=64,fmt=1] (the Gluon mma kernels of
-       kernels/mma_gluon.py, as mma_tiles launches them)
+       kernels/mma_gluon.py, as mma_tiles launches them; wgmma=1,BM=128 the wgmma kernels)
 Another Triton than the venv's (the H200 host has 3.6, the pinned stack 3.8; their code
 differs): pip download triton==3.6.0 --no-deps, unzip the wheel into DIR, then
 PYTHONPATH=DIR:overlay python3 bench/compile_probe.py ...
@@ -173,11 +173,27 @@ def mma(a):
     from nf3_hybrid.kernels import mma_gluon, mma_tiles
 
     cfg = _cfg(a, dict(BM=32, fmt=0, BN=mma_tiles.BN, warps=mma_tiles.WARPS, split=1))
+    if cfg.get("wgmma"):
+        return wgmma(cfg, a)
     lay, lw, xl = mma_gluon.layouts(cfg["BN"], mma_tiles.BK, cfg["warps"], cfg["split"])
     base = dict(FMT=cfg["fmt"], HAS_S2=cfg["fmt"] == 1, WEIGHT_ON_INPUT=False, BM=cfg["BM"], BN=cfg["BN"],
                 BK=mma_tiles.BK, MMA=lay, LW=lw, XL=xl, SPLIT=cfg["split"])
     for kernel, extra in ((mma_gluon.mma13_kernel, {}), (mma_gluon.mma2_kernel, dict(PAIR_ROWS=True))):
         r = probe(kernel, dict(base, **extra), a.arch, cfg["warps"], a.dump, x_type="*fp16", gluon=True)
+        print(kernel.__name__, r)
+
+
+def wgmma(cfg, a):
+    """``--mma --cfg wgmma=1,BM=128[,fmt=1,wg_warps=8,wg_stages=3]``: the wgmma kernels of
+    kernels/wgmma_gluon.py as mma_tiles launches them (BM: tokens a block)."""
+    from nf3_hybrid.kernels import mma_tiles, wgmma_gluon
+
+    bm, warps, bn, stages = mma_tiles.wgmma_tile(dict(cfg, BM=cfg["BM"]), 16 * cfg.get("wg_warps", mma_tiles.WG_WARPS))
+    lay, xl, shl, lw = mma_tiles._wg_layouts(bm, warps)
+    base = dict(FMT=cfg["fmt"], HAS_S2=cfg["fmt"] == 1, WEIGHT_ON_INPUT=False, BM=bm, BN=bn, BK=mma_tiles.BK,
+                MMA=lay, LW=lw, XL=xl, SHL=shl, STAGES=stages)
+    for kernel, extra in ((wgmma_gluon.wg13_kernel, {}), (wgmma_gluon.wg2_kernel, dict(PAIR_ROWS=True))):
+        r = probe(kernel, dict(base, **extra), a.arch, warps, a.dump, x_type="*fp16", gluon=True)
         print(kernel.__name__, r)
 
 

@@ -467,6 +467,37 @@ def test_mma_split_k_steps_give_the_whole_step_bits(monkeypatch, cls, m, on_inpu
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("cls,m", [("mid", 700), ("large", 1500)])
+@pytest.mark.parametrize("bm,warps,stages", [(64, 4, 2), (64, 4, 3), (128, 8, 2), (256, 8, 2)])
+@pytest.mark.parametrize("on_input", [False, True])
+def test_wgmma_tiles_match_the_mma_tiles_and_the_reference(monkeypatch, cls, m, bm, warps, stages, on_input):
+    """Tile option ``wgmma`` (kernels/wgmma_gluon.py, SM 9.x only): both tiers' grouped GEMMs
+    on warpgroup MMAs, BM tokens a block, against the reference and the mma.sync kernels
+    (the same decoded weights; products summed in another order, so not the same bits)."""
+    if DEV != "cuda" or torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("warpgroup MMA: SM 9.x only")
+    from nf3_hybrid.backends import triton_tiers
+
+    ref, tri, ws, classes = _grouped_only(monkeypatch, cls, (m,), n_kept=24, seed=37)
+    ws.reserve(2048, 8, 1024, 512, 64, block_sizes=[bm])
+    assert all(t.wgmma for t in tri.triton)
+    w, ids = routing(m, 64, 8, seed=m + 7, device=DEV)
+    x = (torch.randn(m, 1024, device=DEV) * 2).to(torch.bfloat16)
+    got = {}
+    for wg in (0, 1):
+        tiles = dict(classes[cls], mma=1, mma_kept=1, BM=bm if wg else 32, wgmma=wg, wg_warps=warps, wg_stages=stages)
+        tiles.pop("all_mma", None)
+        monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", {**classes, cls: tiles})
+        poison(ws)
+        got[wg] = tri.forward(x, w, ids, weights_on_input=on_input)
+    want = ref.forward(x, w, ids, weights_on_input=on_input)
+    assert torch.isfinite(got[1]).all()
+    assert rel(got[1], want) < TOL and rel(got[1], got[0]) < TOL, (rel(got[1], want), rel(got[1], got[0]))
+    poison(ws)
+    assert torch.equal(tri.forward(x, w, ids, weights_on_input=on_input), got[1])  # reproducible
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("m", [200, 700, 2500])
 def test_tiers_on_two_streams_give_the_one_stream_bits(monkeypatch, m):
     """The grouped path runs the kept tier on a side stream beside the NF3 tier

@@ -52,6 +52,31 @@ def test_kernels_compile_for_sm90_with_register_only_operands(fmt, split, tmp_pa
         assert "mma.sync.aligned.m16n8k16" in ptx and "cvt.rn.f16x2.e4m3x2" in ptx, kernel
 
 
+@pytest.mark.parametrize("fmt,bm,warps", [(0, 64, 4), (1, 64, 4), (0, 128, 8), (1, 128, 8)])
+def test_wgmma_kernels_compile_for_sm90_with_register_only_operands(fmt, bm, warps, tmp_path):
+    """The wgmma variant (kernels/wgmma_gluon.py): the decoded weights reach wgmma's
+    register A operand without moving between lanes (the same ``assert_trivial`` proof),
+    the activations come by cp.async into shared memory, one instruction covers the block's
+    BM tokens, and nothing spills."""
+    if mma_tiles.wgmma_missing():
+        pytest.skip(f"no wgmma kernels in this Triton: {mma_tiles.wgmma_missing()}")
+    compile_probe(tmp_path, "--mma", "--cfg", f"wgmma=1,BM={bm},fmt={fmt},wg_warps={warps}")
+    for kernel in ("wg13_kernel", "wg2_kernel"):
+        ptx = (tmp_path / f"{kernel}.ptx").read_text()
+        assert f"wgmma.mma_async.sync.aligned.m64n{bm}k16.f32.f16.f16" in ptx, kernel
+        assert "cp.async.cg.shared.global" in ptx and "cvt.rn.f16x2.e4m3x2" in ptx, kernel
+        assert "mma.sync" not in ptx and "ld.local" not in ptx, kernel
+
+
+def test_wgmma_tiles_outside_what_the_instruction_takes_are_refused():
+    assert mma_tiles.wgmma_tile(dict(BM=128, wg_warps=8), 1024) == (128, 8, 128, mma_tiles.WG_STAGES)
+    for cfg, size, match in ((dict(BM=32), 512, "BM=32"), (dict(BM=512), 512, "BM=512"),
+                             (dict(BM=64, wg_warps=6), 960, "wg_warps=6"), (dict(BM=64, wg_warps=8), 64, "dividing 64"),
+                             (dict(BM=64, wg_stages=1), 512, "wg_stages=1")):
+        with pytest.raises(ValueError, match=match):
+            mma_tiles.wgmma_tile(cfg, size)
+
+
 def test_a_k_split_other_than_one_or_two_is_refused():
     """``mma_split`` halves each 128-wide step; a third value would silently mean one of them."""
     assert mma_tiles._split({}) == 1 and mma_tiles._split({"mma_split": 2}) == 2
@@ -102,6 +127,44 @@ def test_which_tiers_use_the_mma_kernels(monkeypatch):
     assert not triton_tiers._mma_usable(mxfp4) and not triton_tiers._mma_usable(odd)
     _fake_cuda(monkeypatch, (8, 0))  # no e4m3 conversion before SM89
     assert not triton_tiers._mma_usable(nf3)
+
+
+def test_which_tiers_take_the_wgmma_variant(monkeypatch):
+    """Warpgroup MMA exists on SM 9.x only: not on Ada (8.9), Blackwell (10.0) or the SM120
+    workstation parts, where the mma.sync kernels stay."""
+    nf3 = make_tier("nf3", 2, 256, 128, [0, 1])
+    monkeypatch.setattr(mma_tiles, "gluon_missing", lambda: "")
+    monkeypatch.setattr(mma_tiles, "wgmma_missing", lambda: "")
+    monkeypatch.setattr(triton_tiers.Workspace, "_by_device", {})
+    for cap, want in (((9, 0), True), ((8, 9), False), ((10, 0), False), ((12, 0), False)):
+        _fake_cuda(monkeypatch, cap)
+        assert triton_tiers._mma_usable(nf3) == (cap >= (8, 9))
+        assert triton_tiers._wgmma_usable(nf3) == want, cap
+
+
+def test_wgmma_asked_where_it_cannot_run_takes_the_mma_kernels_and_says_so_once(monkeypatch, caplog):
+    """A tile override with ``wgmma`` on a GPU without warpgroup MMA: the tier's GEMMs run on
+    the mma.sync kernels with the same token blocks, one warning names why."""
+    nf3 = make_tier("nf3", 2, 256, 128, [0, 1])
+    monkeypatch.setattr(mma_tiles, "gluon_missing", lambda: "")
+    monkeypatch.setattr(triton_tiers, "_MMA_FALLBACK_LOGGED", set())
+    ws = triton_tiers.Workspace(torch.device("cpu"))  # its scratch on this CPU
+    ws.reserve(64, 2, 256, 128, 2)
+    _fake_cuda(monkeypatch, (12, 0))
+    tier = triton_tiers.TritonTier(nf3, ws)
+    assert tier.mma and not tier.wgmma
+    launched = []
+    monkeypatch.setattr(mma_tiles, "launch_w13", lambda *a: launched.append(("w13", dict(a[-2]))))
+    monkeypatch.setattr(mma_tiles, "launch_w2", lambda *a: launched.append(("w2", dict(a[-3]))))
+    cfg = dict(BM=64, mma=1, mma_kept=1, wgmma=1)
+    x = torch.zeros(4, 256)
+    with caplog.at_level(logging.WARNING, logger=triton_tiers.__name__):
+        for _ in range(2):
+            tier.gemms(x, None, ws.sorted_ids[0, :64], None, None, 8, 2, False, cfg, True, x_mma=x)
+    assert [name for name, _ in launched] == ["w13", "w2"] * 2
+    assert all("wgmma" not in c and c["BM"] == 64 for _, c in launched)
+    lines = [r.getMessage() for r in caplog.records if "wgmma" in r.getMessage()]
+    assert len(lines) == 1 and "SM 9.x" in lines[0] and "(12, 0)" in lines[0]
 
 
 def test_a_triton_without_gluon_falls_back_and_says_so_once(monkeypatch, caplog):

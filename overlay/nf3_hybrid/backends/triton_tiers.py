@@ -357,12 +357,30 @@ def _mma_usable(tier: TierWeights) -> bool:
         return False
     missing = mma_tiles.gluon_missing()
     if missing:
-        if missing not in _MMA_FALLBACK_LOGGED:
-            _MMA_FALLBACK_LOGGED.add(missing)
-            logger.warning("nf3-hybrid: grouped GEMMs on the Triton tiles, not the mma kernels: this Triton "
-                           "has no Gluon (%s)", missing)
+        _log_fallback_once(f"grouped GEMMs on the Triton tiles, not the mma kernels: this Triton has no Gluon "
+                           f"({missing})")
         return False
     return True
+
+
+def _wgmma_usable(tier: TierWeights) -> bool:
+    """Whether a tier the mma kernels take (``_mma_usable``) can also take their wgmma
+    variant (tile option ``wgmma``, kernels/wgmma_gluon.py): warpgroup MMA exists on SM 9.x
+    only (sm_90a; not on Blackwell or the SM120 workstation parts), and this Triton must
+    build it."""
+    if device_info(tier.device).capability[0] != 9:
+        return False
+    missing = mma_tiles.wgmma_missing()
+    if missing:
+        _log_fallback_once(f"the wgmma kernels cannot be built ({missing})")
+        return False
+    return True
+
+
+def _log_fallback_once(why: str):
+    if why not in _MMA_FALLBACK_LOGGED:
+        _MMA_FALLBACK_LOGGED.add(why)
+        logger.warning("nf3-hybrid: %s", why)
 
 
 class TritonTier(TierBackend):
@@ -394,6 +412,7 @@ class TritonTier(TierBackend):
         self.w2_scale = tier.w2_scale.view(torch.uint8)
         self.own_maps = stacked_maps([self]) if tier.num_experts else None
         self.mma = _mma_usable(tier)
+        self.wgmma = self.mma and _wgmma_usable(tier)
         self.mma_words = mma_tiles.table_words(self.fmt, self.table_words) if self.mma else None
 
     def gemms(self, x, tw, sorted_ids, block_expert, out, num_pairs, topk, on_input, cfg, pair_rows, x16=None,
@@ -413,6 +432,11 @@ class TritonTier(TierBackend):
         inter = self.ws.inter_cache[r0: r0 + sorted_ids.numel(), : t.inter].view(expert_mlp.inter_dtype(self.fmt))
         words = self.table_words
         if self.mma and x_mma is not None and cfg.get("mma" if self.fmt == expert_mlp.FMT_NF3 else "mma_kept"):
+            if cfg.get("wgmma") and not self.wgmma:
+                _log_fallback_once(f"tile option wgmma needs an SM 9.x GPU (this tier's: "
+                                   f"{device_info(t.device).capability}); its blocks of {cfg['BM']} tokens "
+                                   "run on the mma.sync kernels")
+                cfg = {k: v for k, v in cfg.items() if k != "wgmma"}
             mma_tiles.launch_w13(x_mma, t.w13, self.w13_scale, t.w13_scale_2, sorted_ids, block_expert, tw, inter,
                                  num_pairs, topk, t.inter, self.fmt, on_input, cfg, self.mma_words)
             mma_tiles.launch_w2(inter, t.w2, self.w2_scale, t.w2_scale_2, sorted_ids, block_expert, tw, out,

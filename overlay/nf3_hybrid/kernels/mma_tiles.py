@@ -22,6 +22,10 @@ relative difference of the intermediate 2e-5.
 
 The down GEMM reads the intermediate in the same order: the gate/up kernel stores column
 c at ``p_position(c)``.
+
+Tile option ``wgmma`` (SM90 only; off by default, never run on a GPU yet): the same
+decoded A fragments into Hopper's warpgroup MMA, the activations from shared memory,
+64-256 tokens a block (kernels/wgmma_gluon.py says why).
 """
 from __future__ import annotations
 
@@ -98,6 +102,50 @@ def _tile(cfg: dict, key: str, size: int) -> int:
     return bn
 
 
+# wgmma: tokens a block (the instruction's N), warps (a multiple of four: warpgroups
+# stacked along the weight rows, 16 rows a warp), activation buffers in flight
+WG_BLOCKS = (64, 128, 256)
+WG_WARPS = 4
+WG_STAGES = 2
+
+
+@lru_cache(maxsize=None)
+def wgmma_missing() -> str:
+    """Why this Triton cannot build the wgmma kernels ('' when it can): no Gluon, or a
+    Gluon without the Hopper pieces they use."""
+    if gluon_missing():
+        return gluon_missing()
+    try:
+        from . import wgmma_gluon  # noqa: F401
+    except (ImportError, AttributeError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return ""
+
+
+def wgmma_tile(cfg: dict, size: int) -> tuple:
+    """(BM, warps, BN, stages) of the wgmma kernels for a GEMM of ``size`` output rows;
+    a clear error for tiles wgmma cannot take."""
+    bm = int(cfg["BM"])
+    warps = int(cfg.get("wg_warps", WG_WARPS))
+    stages = int(cfg.get("wg_stages", WG_STAGES))
+    bn = 16 * warps
+    if bm not in WG_BLOCKS:
+        raise ValueError(f"wgmma tiles: BM={bm} tokens a block; one of {WG_BLOCKS}")
+    if warps % 4 or size % bn:
+        raise ValueError(f"wgmma tiles: wg_warps={warps} (a multiple of 4) must give rows tiles dividing {size}")
+    if stages < 2:
+        raise ValueError(f"wgmma tiles: wg_stages={stages}; at least 2")
+    return bm, warps, bn, stages
+
+
+@lru_cache(maxsize=None)
+def _wg_layouts(bm: int, warps: int):
+    from . import mma_gluon, wgmma_gluon
+
+    _, lw, _ = mma_gluon.layouts(16 * warps, BK, warps, 1)
+    return (*wgmma_gluon.layouts(bm, warps), lw)
+
+
 def table_words(fmt: int, nf3_words) -> tuple:
     """The decode block's four table registers: the NF3 codebook's, or e2m1's (fmt 1)."""
     from .ptx_decode import E2M1_TABLE_WORDS
@@ -114,6 +162,19 @@ def launch_w13(xp, w13, s13, s13_2, sorted_ids, block_expert, topk_weights, inte
     from . import mma_gluon
 
     k = xp.shape[1]
+    if cfg.get("wgmma"):
+        from . import wgmma_gluon
+
+        bm, warps, bn, stages = wgmma_tile(cfg, inter_size)
+        mma, xl, shl, lw = _wg_layouts(bm, warps)
+        w = w13.view(torch.int32)
+        wgmma_gluon.wg13_kernel[(block_expert.numel(), inter_size // bn)](
+            xp, xp.stride(0), w, s13, s13_2 if s13_2 is not None else s13, sorted_ids, block_expert,
+            topk_weights, inter, inter.stride(0), *words, num_pairs, topk, k, inter_size, w.stride(0),
+            w.stride(1), s13.stride(0), s13.stride(1), FMT=fmt, HAS_S2=s13_2 is not None,
+            WEIGHT_ON_INPUT=weight_on_input, BM=bm, BN=bn, BK=BK, MMA=mma, LW=lw, XL=xl, SHL=shl, STAGES=stages,
+            num_warps=warps)
+        return
     bn, warps, split = _tile(cfg, "mma_bn13", inter_size), int(cfg.get("mma_warps", WARPS)), _split(cfg)
     mma, lw, xl = _layouts(bn, BK, warps, split)
     w = w13.view(torch.int32)
@@ -130,6 +191,19 @@ def launch_w2(inter, w2, s2, s2_2, sorted_ids, block_expert, topk_weights, out, 
     from . import mma_gluon
 
     hidden = out.shape[1]
+    if cfg.get("wgmma"):
+        from . import wgmma_gluon
+
+        bm, warps, bn, stages = wgmma_tile(cfg, hidden)
+        mma, xl, shl, lw = _wg_layouts(bm, warps)
+        w = w2.view(torch.int32)
+        wgmma_gluon.wg2_kernel[(block_expert.numel(), hidden // bn)](
+            inter, inter.stride(0), w, s2, s2_2 if s2_2 is not None else s2, sorted_ids, block_expert,
+            topk_weights, out, out.stride(0), *words, num_pairs, topk, inter_size, w.stride(0), w.stride(1),
+            s2.stride(0), s2.stride(1), FMT=fmt, HAS_S2=s2_2 is not None, WEIGHT_ON_INPUT=weight_on_input,
+            PAIR_ROWS=pair_rows, BM=bm, BN=bn, BK=BK, MMA=mma, LW=lw, XL=xl, SHL=shl, STAGES=stages,
+            num_warps=warps)
+        return
     bn, warps, split = _tile(cfg, "mma_bn2", hidden), int(cfg.get("mma_warps", WARPS)), _split(cfg)
     mma, lw, xl = _layouts(bn, BK, warps, split)
     w = w2.view(torch.int32)

@@ -1,0 +1,161 @@
+"""The NF3 and NVFP4 tiers' grouped GEMMs on Hopper's warpgroup MMA (``wgmma``), written
+in Gluon: the weight operand decoded straight into wgmma's register A operand, exactly as
+mma_gluon.py decodes it into mma.sync's, and the activations in shared memory as its B
+operand, 64-256 tokens wide. Imported only through kernels/wgmma_tiles.py.
+
+Why: on mma.sync each 16-32-token block decodes its expert's weights again, and decoding
+(~2.5 integer instructions a weight) is what bounds the grouped path on the H200 (the
+time grows with the tokens: README, what limits the kernels). wgmma's A fragment in
+registers is, warp by warp, mma.sync m16n8k16's A fragment (PTX ISA, wgmma register
+fragments), so the lane-owned NF3 groups of mma_gluon.py reach it without data movement —
+``convert_layout(..., assert_trivial=True)`` proves it at compile time — while one wgmma
+multiplies them with up to 256 tokens: a weight is decoded once per 64-256 routed pairs.
+
+Layouts (W warps, a multiple of four: W/4 warpgroups stacked along the weight rows; a row
+tile of BN = 16·W rows; K steps of BK = 128):
+- ``MMA``: wgmma's accumulator [BN, BM], instruction shape 16 × BM × 16;
+- A: its dot-operand layout, from the words in mma_gluon.layouts' ``LW``;
+- B: the activations [BM, BK] (tokens × K, K contiguous) in a 128-byte-swizzled shared
+  buffer, read through a transposed view; filled by cp.async from the rows the routing
+  sorted into this block (``XL``: 16 bytes a thread), STAGES buffers deep, so that no
+  register holds them and the next steps' copies fly while this one is decoded.
+
+Built and compiled for SM90 on a CPU (Triton 3.6, the H200 host's, and 3.8); never run on
+a GPU when written: the tile option that selects it (``wgmma``) is off by default.
+"""
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, warpgroup_mma
+
+from .mma_gluon import _a_operand, _group_ptrs, _load_group, _step_offsets, _store2, _store13
+
+# a CTA-wide barrier: gl.barrier in Triton 3.8, gl.thread_barrier in 3.6 (the H200 host's)
+_cta_barrier = getattr(gl, "barrier", None) or gl.thread_barrier
+
+
+def layouts(BM: int, W: int):
+    """(accumulator layout MMA, activation copy layout XL, shared layout SHL) of a tile of
+    BM tokens on W warps."""
+    mma = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[W, 1], instr_shape=[16, BM, 16])
+    xl = gl.BlockedLayout(size_per_thread=[1, 8], threads_per_warp=[2, 16], warps_per_cta=[W, 1], order=[1, 0])
+    shl = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
+    return mma, xl, shl
+
+
+@gluon.jit
+def _b_rows(base, rows, stride, BK: gl.constexpr, XL: gl.constexpr):
+    """[BM, BK] pointers to the first K step of the given rows (int64, SliceLayout(1, XL))."""
+    return base + gl.expand_dims(rows * stride, 1) + gl.expand_dims(gl.arange(0, BK, layout=gl.SliceLayout(0, XL)), 0)
+
+
+@gluon.jit
+def _b_issue(bs, ptrs, step, K, BK: gl.constexpr, STAGES: gl.constexpr, XL: gl.constexpr):
+    """cp.async of K step ``step`` into its buffer, one commit group (empty past K, so that
+    every step commits one group and the wait count stays fixed)."""
+    kk = gl.arange(0, BK, layout=gl.SliceLayout(0, XL)) + step * BK
+    inside = gl.expand_dims(kk < K, 0)
+    async_copy.async_copy_global_to_shared(bs.index(step % STAGES), ptrs + step * BK, mask=inside)
+    async_copy.commit_group()
+
+
+@gluon.jit
+def _b_ready(bs, step, STAGES: gl.constexpr):
+    """Step ``step``'s buffer, transposed to [BK, BM], once every thread's copies into it
+    have landed and are visible to the async proxy that wgmma reads through. The barrier
+    also tells each thread that every warpgroup's (synchronous) wgmma of the step before
+    is done, so the buffer that step read may be refilled after this call."""
+    async_copy.wait_group(STAGES - 2)
+    fence_async_shared()
+    _cta_barrier()
+    return bs.index(step % STAGES).permute((1, 0))
+
+
+@gluon.jit(do_not_specialize=["P", "topk", "pt0", "pt1", "pt2", "pt3"])
+def wg13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw_ptr, inter_ptr, stride_im,
+                pt0, pt1, pt2, pt3, P, topk, K, I, stride_we, stride_wn, stride_se, stride_sn,
+                FMT: gl.constexpr, HAS_S2: gl.constexpr, WEIGHT_ON_INPUT: gl.constexpr, BM: gl.constexpr,
+                BN: gl.constexpr, BK: gl.constexpr, MMA: gl.constexpr, LW: gl.constexpr, XL: gl.constexpr,
+                SHL: gl.constexpr, STAGES: gl.constexpr):
+    """Gate and up rows [j·BN, +BN) of one expert block of BM routed pairs; silu(gate)·up
+    into the intermediate cache, columns in activation order (mma_gluon.mma13_kernel's
+    contract). ``x_ptr``: fp16 activations in activation order."""
+    gl.static_assert(BK == 128, "one 128-wide window a K step")
+    gl.static_assert(STAGES >= 2, "a step's copy is issued while the step before is multiplied")
+    A_DOT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
+    blk = gl.program_id(0)
+    j = gl.program_id(1)
+    e = gl.load(bexp_ptr + blk)
+    if e < 0:
+        return
+    pairs_x = gl.load(sorted_ptr + blk * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, XL)))
+    tok_x = gl.where(pairs_x < P, pairs_x // topk, 0).to(gl.int64)
+    xp = _b_rows(x_ptr, tok_x, stride_xm, BK, XL)
+    bs = gl.allocate_shared_memory(gl.float16, [STAGES, BM, BK], SHL)
+    for s in gl.static_range(STAGES - 1):
+        _b_issue(bs, xp, s, K, BK, STAGES, XL)
+    gw, gs = _group_ptrs(w_ptr, s_ptr, e, j * BN, stride_we, stride_wn, stride_se, stride_sn, BN, BK, LW, FMT)
+    uw = gw + I * stride_wn
+    us = gs + I * stride_sn
+    acc_g = gl.zeros([BN, BM], gl.float32, MMA)
+    acc_u = gl.zeros([BN, BM], gl.float32, MMA)
+    gwd, gsc = _load_group(gw, gs, 0, 0, FMT)
+    uwd, usc = _load_group(uw, us, 0, 0, FMT)
+    for i in range(0, K // BK):
+        # the next step's words in flight while this one is decoded (the last step reloads
+        # its own: no mask, no zero-fill)
+        kw, ks = _step_offsets(gl.minimum(i * BK + BK, K - BK), FMT)
+        ngw, ngs = _load_group(gw, gs, kw, ks, FMT)
+        nuw, nus = _load_group(uw, us, kw, ks, FMT)
+        a = _a_operand(gwd, gsc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT)
+        b = _b_ready(bs, i, STAGES)
+        _b_issue(bs, xp, i + STAGES - 1, K, BK, STAGES, XL)
+        acc_g = warpgroup_mma(a, b, acc_g)
+        a = _a_operand(uwd, usc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT)
+        acc_u = warpgroup_mma(a, b, acc_u)
+        gwd = ngw
+        gsc = ngs
+        uwd = nuw
+        usc = nus
+    async_copy.wait_group(0)
+    _store13(acc_g, acc_u, e, blk, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P, HAS_S2, WEIGHT_ON_INPUT,
+             BM, BN, MMA)
+
+
+@gluon.jit(do_not_specialize=["P", "topk", "pt0", "pt1", "pt2", "pt3"])
+def wg2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw_ptr, out_ptr, stride_om,
+               pt0, pt1, pt2, pt3, P, topk, K, stride_we, stride_wn, stride_se, stride_sn,
+               FMT: gl.constexpr, HAS_S2: gl.constexpr, WEIGHT_ON_INPUT: gl.constexpr, PAIR_ROWS: gl.constexpr,
+               BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, MMA: gl.constexpr, LW: gl.constexpr,
+               XL: gl.constexpr, SHL: gl.constexpr, STAGES: gl.constexpr):
+    """Down rows [j·BN, +BN) of one expert block from the intermediate cache (K = the
+    intermediate size, in activation order): each pair's fp32 row stored (PAIR_ROWS) or
+    added atomically into its token's row (mma_gluon.mma2_kernel's contract)."""
+    gl.static_assert(BK == 128, "one 128-wide window a K step")
+    gl.static_assert(STAGES >= 2, "a step's copy is issued while the step before is multiplied")
+    A_DOT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
+    blk = gl.program_id(0)
+    j = gl.program_id(1)
+    e = gl.load(bexp_ptr + blk)
+    if e < 0:
+        return
+    slots_x = (blk * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, XL))).to(gl.int64)
+    hp = _b_rows(inter_ptr, slots_x, stride_im, BK, XL)
+    bs = gl.allocate_shared_memory(gl.float16, [STAGES, BM, BK], SHL)
+    for s in gl.static_range(STAGES - 1):
+        _b_issue(bs, hp, s, K, BK, STAGES, XL)
+    wp, sp = _group_ptrs(w_ptr, s_ptr, e, j * BN, stride_we, stride_wn, stride_se, stride_sn, BN, BK, LW, FMT)
+    acc = gl.zeros([BN, BM], gl.float32, MMA)
+    wd, sc = _load_group(wp, sp, 0, 0, FMT)
+    for i in range(0, K // BK):
+        kw, ks = _step_offsets(gl.minimum(i * BK + BK, K - BK), FMT)
+        nwd, nsc = _load_group(wp, sp, kw, ks, FMT)
+        a = _a_operand(wd, sc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT)
+        b = _b_ready(bs, i, STAGES)
+        _b_issue(bs, hp, i + STAGES - 1, K, BK, STAGES, XL)
+        acc = warpgroup_mma(a, b, acc)
+        wd = nwd
+        sc = nsc
+    async_copy.wait_group(0)
+    _store2(acc, e, blk, j, s2_ptr, sorted_ptr, tw_ptr, out_ptr, stride_om, P, topk, HAS_S2, WEIGHT_ON_INPUT,
+            PAIR_ROWS, BM, BN, MMA)
