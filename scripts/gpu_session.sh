@@ -7,12 +7,16 @@
 #     call that stages part 3:
 #     bash .gpu-bundle/part3/stage.sh 3 >/tmp/stage.log 2>&1; source .gpu-bundle/part3/env.sh &&
 #     bash scripts/install_overlay.sh --python python3 --no-extras && bash scripts/gpu_session.sh final s12
+#   wgmma: the GPU tests of the wgmma kernels (tile option wgmma, built in session 12 without
+#     a GPU), then the mid and large classes swept: their built-in tiles against the wgmma
+#     candidates (bare host: no vLLM needed): bash scripts/gpu_session.sh wgmma s12
 # Writes under $OUT (the device tool's output folder): kernels_h200_TAG.txt, or
-# bench_moe_h200.json/.png and e2e_h200_tp1_TAG.json. Each step has a timeout below the
-# device tool's 600 s per call. The per-session copies in bench/results/s*_runs/ are the
-# records of earlier sessions.
+# bench_moe_h200.json/.png and e2e_h200_tp1_TAG.json, or kernels_h200_TAG_wgmma.txt and
+# sweep_h200_TAG_wgmma.json (the sweep's trials, then the table at the tiles it chose).
+# Each step has a timeout below the device tool's 600 s per call. The per-session copies in
+# bench/results/s*_runs/ are the records of earlier sessions.
 set -u
-mode=${1:?tests or final}
+mode=${1:?tests, final or wgmma}
 tag=${2:?a tag for the result files, e.g. s12}
 : "${OUT:?set by the device tool}"
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
@@ -27,5 +31,14 @@ case $mode in
     timeout 190 python3 scripts/vllm_e2e.py --out "$OUT/e2e_h200_tp1_$tag.json" --work /tmp/nf3-e2e \
       --runs src_bf16,src_bf16_eager,hyb_triton,hyb_triton_eager,hyb_ref_eager,uniform_overlay --parallel 6 --mem 0.1 2>&1 |
       tail -25 ;;
-  *) echo "gpu_session.sh: unknown mode $mode (tests or final)" >&2; exit 2 ;;
+  wgmma)
+    PYTHONPATH=$PWD/overlay:$PWD timeout 240 python3 -m pytest -q tests/kernels/test_expert_kernels.py -k wgmma 2>&1 |
+      tail -15 > "$OUT/kernels_h200_${tag}_wgmma.txt"
+    tail -3 "$OUT/kernels_h200_${tag}_wgmma.txt"
+    PYTHONPATH=$PWD/overlay timeout 300 python3 -m nf3_hybrid bench --ours-only --sweep --sweep-classes mid large \
+      --sweep-only wgmma --shape glm5.2 --inter 512 --tokens 512 1024 2048 4096 --out-dir "$OUT" \
+      --tag "h200_${tag}_wgmma" 2>&1 |
+      grep -v Warning | tail -30
+    mv "$OUT/bench_moe_h200_${tag}_wgmma.json" "$OUT/sweep_h200_${tag}_wgmma.json" 2>/dev/null ;;
+  *) echo "gpu_session.sh: unknown mode $mode (tests, final or wgmma)" >&2; exit 2 ;;
 esac

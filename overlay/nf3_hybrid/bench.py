@@ -264,6 +264,10 @@ def plot(res, path):
     plt.close(fig)
 
 
+# both tiers' grouped GEMMs on the wgmma kernels (tile option wgmma; BM, wg_warps and
+# wg_stages set per candidate): the Triton-tile keys are those the MXFP4 fallback reads
+_WG = dict(BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1, mma=1, mma_kept=1,
+           wgmma=1)
 # candidate tile configs per batch class; "gemv" is the per-pair decode path, timed
 # against the grouped path's "small" configs on the same token counts
 SWEEP = {
@@ -326,6 +330,8 @@ SWEEP = {
         # (sweep_h200_s7_magic2.json), the default since session 7
         dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1),
         dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1),
+        # session 12, built and not yet timed: the wgmma kernels (see "large")
+        dict(_WG, BM=64),
     ],
     "large": [
         dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
@@ -348,6 +354,15 @@ SWEEP = {
              swap2=1),
         dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1),
         dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1),
+        # session 12, built and not yet timed: both tiers on the wgmma kernels
+        # (kernels/wgmma_gluon.py), 64-256 tokens a block, each weight decoded once per block
+        # (~64 routed pairs per expert at 2048 tokens, ~128 at 4096); compile_probe, SM90,
+        # gate/up kernel: BM=64 on four warps 168 registers (Triton 3.8; 221 on 3.6), BM=128
+        # on eight 255 without spills, 437 loop instructions per 128-wide K step either way
+        dict(_WG, BM=64),
+        dict(_WG, BM=64, wg_stages=3),
+        dict(_WG, BM=128, wg_warps=8),
+        dict(_WG, BM=128, wg_warps=8, wg_stages=3),
         # session 7, dropped: the MMAs as Ampere-style mma.sync instead of warpgroup MMAs
         # (DISABLE_MMA_V3=1, a Triton environment switch: 230 registers, w13 loop 396 -> 605
         # SASS instructions) — 2187 / 4258 µs at 512 / 2048 tokens against 1913 / 3148
@@ -360,11 +375,21 @@ SWEEP_TOKENS = {"gemv": (1, 2, 4, 8, 16, 32, 64, 96), "small": (1, 8, 16, 64), "
                 "mid": (512, 768), "large": (1024, 2048, 4096)}
 
 
-def sweep(inter=512, log=print, classes=None) -> dict:
+def sweep_candidates(cls: str, builtin: dict, only: str = None) -> list:
+    """A class's candidates (SWEEP); with ``only``, its built-in tiles first (the baseline)
+    and then just the candidates that set that tile option."""
+    if not only:
+        return list(SWEEP[cls])
+    return [dict(builtin)] + [c for c in SWEEP[cls] if c.get(only)]
+
+
+def sweep(inter=512, log=print, classes=None, only=None) -> dict:
     """Times the hybrid layer (GLM-5.2 shape) under each candidate tile configuration
     (per token count, so the choice can be read off) and returns the fastest per batch
     class by the sum over its token counts of time / best time at that count. The
-    decode classes are timed with the per-pair path on ("gemv") and off ("small")."""
+    decode classes are timed with the per-pair path on ("gemv") and off ("small").
+    ``only``: a tile option; then a class's candidates are its built-in tiles and the
+    candidates that set that option (fewer kernels to compile on the device)."""
     from .backends import triton_tiers
     from .backends import executor as executor_mod
     from .backends.executor import LayerExecutor
@@ -381,9 +406,10 @@ def sweep(inter=512, log=print, classes=None) -> dict:
     default = {"gemv": triton_tiers.kernel_config(1, False, inter),
                **{triton_tiers.grouped_class(m): triton_tiers.grouped_config(m, False) for m in triton_tiers.class_sizes()}}
     gemv_tokens = executor_mod.GEMV_TOKENS
-    for cls, cands in SWEEP.items():
+    for cls in SWEEP:
         if classes and cls not in classes:
             continue
+        cands = sweep_candidates(cls, default[cls], only)
         executor_mod.GEMV_TOKENS = gemv_tokens if cls == "gemv" else 0
         per_m = []
         for cfg in cands:
@@ -469,7 +495,7 @@ def main(args) -> int:
             from .vllm_patch import stock_moe
 
             stock_moe.init_single_gpu()
-        swept = sweep(classes=args.sweep_classes)
+        swept = sweep(inter=args.inter[0] if args.inter else 512, classes=args.sweep_classes, only=args.sweep_only)
     res = run(shapes, tokens, args.out_dir, args.tag, with_stock=not args.ours_only)
     if swept is not None:
         res["kernel_configs"] = swept

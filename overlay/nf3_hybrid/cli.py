@@ -213,6 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--sweep", action="store_true", help="first pick kernel tile configs by timing candidates")
     b.add_argument("--sweep-classes", nargs="*", choices=["gemv", "small", "narrow", "mid", "large"],
                    help="batch classes --sweep times (default: all)")
+    b.add_argument("--sweep-only", metavar="OPTION",
+                   help="--sweep times each class's built-in tiles and only the candidates setting this tile option")
     b.add_argument("--gemv-tokens", type=int, help="batch sizes up to this take the per-pair decode path "
                    "(default: the built-in threshold)")
     b.add_argument("--breakdown", action="store_true", help="only: per-kernel GPU time of the hybrid layer")

@@ -1,0 +1,28 @@
+"""The benchmark's tile sweep as far as a CPU allows: which candidates a filtered sweep
+times (the device time of a GPU session goes to exactly these), and that every wgmma
+candidate is a tile the wgmma launcher takes."""
+from nf3_hybrid import bench
+from nf3_hybrid.backends import triton_tiers
+from nf3_hybrid.kernels import mma_tiles
+
+
+def test_a_filtered_sweep_times_the_built_in_tiles_and_the_option_s_candidates():
+    for cls in ("mid", "large"):
+        builtin = triton_tiers.grouped_config(triton_tiers.MID_TOKENS + (cls == "large"), False)
+        cands = bench.sweep_candidates(cls, builtin, "wgmma")
+        assert cands[0] == builtin and not cands[0].get("wgmma")
+        assert len(cands) > 1 and all(c.get("wgmma") for c in cands[1:])
+        assert [c for c in bench.SWEEP[cls] if c.get("wgmma")] == cands[1:]
+    assert bench.sweep_candidates("large", {}, None) == bench.SWEEP["large"]
+
+
+def test_wgmma_candidates_are_tiles_the_launcher_takes_at_glm5_shapes():
+    """Both tiers on them (mma and mma_kept), no all_mma (it would replace BM), and the
+    block and row tiles valid for GLM-5.2's gate/up (I = 512 at TP 4) and down (6144) GEMMs."""
+    wg = [c for cs in bench.SWEEP.values() for c in cs if c.get("wgmma")]
+    assert wg
+    for c in wg:
+        assert c["mma"] and c["mma_kept"] and "all_mma" not in c
+        for rows in (512, 6144):
+            bm, warps, bn, stages = mma_tiles.wgmma_tile(c, rows)
+            assert bm == c["BM"] and bn == 16 * warps and stages >= 2
