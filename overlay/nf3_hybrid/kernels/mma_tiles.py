@@ -153,62 +153,48 @@ def table_words(fmt: int, nf3_words) -> tuple:
     return tuple(nf3_words) if fmt == 0 else tuple(E2M1_TABLE_WORDS) + (0,)
 
 
+def _kernel_tiles(cfg: dict, size: int, gemm: str) -> tuple:
+    """(kernel, rows a program, warps, tile constexprs) of GEMM ``gemm`` ("13": gate/up,
+    "2": down) with ``size`` output rows: the wgmma variant under tile option ``wgmma``,
+    else the mma.sync one. Both take the same arguments."""
+    if cfg.get("wgmma"):
+        from . import wgmma_gluon
+
+        bm, warps, bn, stages = wgmma_tile(cfg, size)
+        mma, xl, shl, lw = _wg_layouts(bm, warps)
+        kernel = wgmma_gluon.wg13_kernel if gemm == "13" else wgmma_gluon.wg2_kernel
+        return kernel, bn, warps, dict(BM=bm, BN=bn, BK=BK, MMA=mma, LW=lw, XL=xl, SHL=shl, STAGES=stages)
+    from . import mma_gluon
+
+    bn, warps, split = _tile(cfg, f"mma_bn{gemm}", size), int(cfg.get("mma_warps", WARPS)), _split(cfg)
+    mma, lw, xl = _layouts(bn, BK, warps, split)
+    kernel = mma_gluon.mma13_kernel if gemm == "13" else mma_gluon.mma2_kernel
+    return kernel, bn, warps, dict(BM=cfg["BM"], BN=bn, BK=BK, MMA=mma, LW=lw, XL=xl, SPLIT=split)
+
+
 def launch_w13(xp, w13, s13, s13_2, sorted_ids, block_expert, topk_weights, inter, num_pairs, topk, inter_size,
                fmt, weight_on_input, cfg, words):
     """``xp``: fp16 activations in activation order; ``w13``: the tier's packed codes [E,
     2I, ·] bytes (NF3 in nibble layout, or e2m1 with fmt 1 and its global scales
     ``s13_2`` [E, 2]); ``inter``: fp16 [slots, ≥ I], written in activation order;
     ``words``: ``table_words``."""
-    from . import mma_gluon
-
-    k = xp.shape[1]
-    if cfg.get("wgmma"):
-        from . import wgmma_gluon
-
-        bm, warps, bn, stages = wgmma_tile(cfg, inter_size)
-        mma, xl, shl, lw = _wg_layouts(bm, warps)
-        w = w13.view(torch.int32)
-        wgmma_gluon.wg13_kernel[(block_expert.numel(), inter_size // bn)](
-            xp, xp.stride(0), w, s13, s13_2 if s13_2 is not None else s13, sorted_ids, block_expert,
-            topk_weights, inter, inter.stride(0), *words, num_pairs, topk, k, inter_size, w.stride(0),
-            w.stride(1), s13.stride(0), s13.stride(1), FMT=fmt, HAS_S2=s13_2 is not None,
-            WEIGHT_ON_INPUT=weight_on_input, BM=bm, BN=bn, BK=BK, MMA=mma, LW=lw, XL=xl, SHL=shl, STAGES=stages,
-            num_warps=warps)
-        return
-    bn, warps, split = _tile(cfg, "mma_bn13", inter_size), int(cfg.get("mma_warps", WARPS)), _split(cfg)
-    mma, lw, xl = _layouts(bn, BK, warps, split)
+    kernel, bn, warps, tiles = _kernel_tiles(cfg, inter_size, "13")
     w = w13.view(torch.int32)
-    mma_gluon.mma13_kernel[(block_expert.numel(), inter_size // bn)](
+    kernel[(block_expert.numel(), inter_size // bn)](
         xp, xp.stride(0), w, s13, s13_2 if s13_2 is not None else s13, sorted_ids, block_expert, topk_weights,
-        inter, inter.stride(0), *words, num_pairs, topk, k, inter_size, w.stride(0), w.stride(1), s13.stride(0),
-        s13.stride(1), FMT=fmt, HAS_S2=s13_2 is not None, WEIGHT_ON_INPUT=weight_on_input, BM=cfg["BM"], BN=bn,
-        BK=BK, MMA=mma, LW=lw, XL=xl, SPLIT=split, num_warps=warps)
+        inter, inter.stride(0), *words, num_pairs, topk, xp.shape[1], inter_size, w.stride(0), w.stride(1),
+        s13.stride(0), s13.stride(1), FMT=fmt, HAS_S2=s13_2 is not None, WEIGHT_ON_INPUT=weight_on_input, **tiles,
+        num_warps=warps)
 
 
 def launch_w2(inter, w2, s2, s2_2, sorted_ids, block_expert, topk_weights, out, num_pairs, topk, inter_size,
               fmt, weight_on_input, cfg, words, pair_rows):
     """``out``: fp32 [pairs, hidden] (``pair_rows``) or [tokens, hidden] added into."""
-    from . import mma_gluon
-
     hidden = out.shape[1]
-    if cfg.get("wgmma"):
-        from . import wgmma_gluon
-
-        bm, warps, bn, stages = wgmma_tile(cfg, hidden)
-        mma, xl, shl, lw = _wg_layouts(bm, warps)
-        w = w2.view(torch.int32)
-        wgmma_gluon.wg2_kernel[(block_expert.numel(), hidden // bn)](
-            inter, inter.stride(0), w, s2, s2_2 if s2_2 is not None else s2, sorted_ids, block_expert,
-            topk_weights, out, out.stride(0), *words, num_pairs, topk, inter_size, w.stride(0), w.stride(1),
-            s2.stride(0), s2.stride(1), FMT=fmt, HAS_S2=s2_2 is not None, WEIGHT_ON_INPUT=weight_on_input,
-            PAIR_ROWS=pair_rows, BM=bm, BN=bn, BK=BK, MMA=mma, LW=lw, XL=xl, SHL=shl, STAGES=stages,
-            num_warps=warps)
-        return
-    bn, warps, split = _tile(cfg, "mma_bn2", hidden), int(cfg.get("mma_warps", WARPS)), _split(cfg)
-    mma, lw, xl = _layouts(bn, BK, warps, split)
+    kernel, bn, warps, tiles = _kernel_tiles(cfg, hidden, "2")
     w = w2.view(torch.int32)
-    mma_gluon.mma2_kernel[(block_expert.numel(), hidden // bn)](
+    kernel[(block_expert.numel(), hidden // bn)](
         inter, inter.stride(0), w, s2, s2_2 if s2_2 is not None else s2, sorted_ids, block_expert, topk_weights,
         out, out.stride(0), *words, num_pairs, topk, inter_size, w.stride(0), w.stride(1), s2.stride(0),
         s2.stride(1), FMT=fmt, HAS_S2=s2_2 is not None, WEIGHT_ON_INPUT=weight_on_input, PAIR_ROWS=pair_rows,
-        BM=cfg["BM"], BN=bn, BK=BK, MMA=mma, LW=lw, XL=xl, SPLIT=split, num_warps=warps)
+        **tiles, num_warps=warps)
