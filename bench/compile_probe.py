@@ -188,7 +188,7 @@ def wgmma(cfg, a):
     kernels/wgmma_gluon.py as mma_tiles launches them (BM: tokens a block)."""
     from nf3_hybrid.kernels import mma_tiles, wgmma_gluon
 
-    bm, warps, bn, stages = mma_tiles.wgmma_tile(dict(cfg, BM=cfg["BM"]), 16 * cfg.get("wg_warps", mma_tiles.WG_WARPS))
+    bm, warps, bn, stages = mma_tiles.wgmma_tile(cfg, 16 * cfg.get("wg_warps", mma_tiles.WG_WARPS))
     lay, xl, shl, lw = mma_tiles._wg_layouts(bm, warps)
     base = dict(FMT=cfg["fmt"], HAS_S2=cfg["fmt"] == 1, WEIGHT_ON_INPUT=False, BM=bm, BN=bn, BK=mma_tiles.BK,
                 MMA=lay, LW=lw, XL=xl, SHL=shl, STAGES=stages)

@@ -358,7 +358,7 @@ SWEEP = {
         # (kernels/wgmma_gluon.py), 64-256 tokens a block, each weight decoded once per block
         # (~64 routed pairs per expert at 2048 tokens, ~128 at 4096); compile_probe, SM90,
         # gate/up kernel: BM=64 on four warps 168 registers (Triton 3.8; 221 on 3.6), BM=128
-        # on eight 255 without spills, 437 loop instructions per 128-wide K step either way
+        # on eight 255 without spills, 437 NF3 loop instructions per 128-wide K step either way
         dict(_WG, BM=64),
         dict(_WG, BM=64, wg_stages=3),
         dict(_WG, BM=128, wg_warps=8),
@@ -371,8 +371,11 @@ SWEEP = {
         # (sweep_h200_s7_large8w.json)
     ],
 }
-SWEEP_TOKENS = {"gemv": (1, 2, 4, 8, 16, 32, 64, 96), "small": (1, 8, 16, 64), "narrow": (128, 256),
-                "mid": (512, 768), "large": (1024, 2048, 4096)}
+# token counts each class is timed at: inside the class (a candidate replaces only its own
+# class's tiles; 512 and 1024 had been left in "mid" and "large" when session 11 moved the
+# bounds, so there every candidate was timed on the class below's built-in tiles)
+SWEEP_TOKENS = {"gemv": (1, 2, 4, 8, 16, 32, 64, 96), "small": (1, 8, 16, 64), "narrow": (128, 256, 512),
+                "mid": (768, 1024), "large": (2048, 4096)}
 
 
 def sweep_candidates(cls: str, builtin: dict, only: str = None) -> list:

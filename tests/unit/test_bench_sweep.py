@@ -26,3 +26,11 @@ def test_wgmma_candidates_are_tiles_the_launcher_takes_at_glm5_shapes():
         for rows in (512, 6144):
             bm, warps, bn, stages = mma_tiles.wgmma_tile(c, rows)
             assert bm == c["BM"] and bn == 16 * warps and stages >= 2
+
+
+def test_each_grouped_class_is_timed_at_token_counts_inside_it():
+    """A sweep candidate replaces only its own class's tiles: a token count of another class
+    would time that class's built-in tiles for every candidate."""
+    for cls, tokens in bench.SWEEP_TOKENS.items():
+        if cls != "gemv":
+            assert {triton_tiers.grouped_class(m) for m in tokens} == {cls}, (cls, tokens)
