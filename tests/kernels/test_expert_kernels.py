@@ -467,8 +467,8 @@ def test_mma_split_k_steps_give_the_whole_step_bits(monkeypatch, cls, m, on_inpu
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("cls,m", [("mid", 700), ("large", 1500)])
-@pytest.mark.parametrize("bm,warps,stages", [(64, 4, 2), (64, 4, 3), (128, 8, 2), (256, 8, 2)])
+@pytest.mark.parametrize("cls,m", [("narrow", 300), ("mid", 700), ("large", 1500)])
+@pytest.mark.parametrize("bm,warps,stages", [(16, 4, 2), (32, 4, 2), (64, 4, 2), (64, 4, 3), (128, 8, 2), (256, 8, 2)])
 @pytest.mark.parametrize("on_input", [False, True])
 def test_wgmma_tiles_match_the_mma_tiles_and_the_reference(monkeypatch, cls, m, bm, warps, stages, on_input):
     """Tile option ``wgmma`` (kernels/wgmma_gluon.py, SM 9.x only): both tiers' grouped GEMMs

@@ -52,7 +52,7 @@ def test_kernels_compile_for_sm90_with_register_only_operands(fmt, split, tmp_pa
         assert "mma.sync.aligned.m16n8k16" in ptx and "cvt.rn.f16x2.e4m3x2" in ptx, kernel
 
 
-@pytest.mark.parametrize("fmt,bm,warps", [(0, 64, 4), (1, 64, 4), (0, 128, 8), (1, 128, 8)])
+@pytest.mark.parametrize("fmt,bm,warps", [(0, 32, 4), (0, 64, 4), (1, 64, 4), (0, 128, 8), (1, 128, 8)])
 def test_wgmma_kernels_compile_for_sm90_with_register_only_operands(fmt, bm, warps, tmp_path):
     """The wgmma variant (kernels/wgmma_gluon.py): the decoded weights reach wgmma's
     register A operand without moving between lanes (the same ``assert_trivial`` proof),
@@ -70,7 +70,7 @@ def test_wgmma_kernels_compile_for_sm90_with_register_only_operands(fmt, bm, war
 
 def test_wgmma_tiles_outside_what_the_instruction_takes_are_refused():
     assert mma_tiles.wgmma_tile(dict(BM=128, wg_warps=8), 1024) == (128, 8, 128, mma_tiles.WG_STAGES)
-    for cfg, size, match in ((dict(BM=32), 512, "BM=32"), (dict(BM=512), 512, "BM=512"),
+    for cfg, size, match in ((dict(BM=8), 512, "BM=8"), (dict(BM=48), 512, "BM=48"), (dict(BM=512), 512, "BM=512"),
                              (dict(BM=64, wg_warps=6), 960, "wg_warps=6"), (dict(BM=64, wg_warps=8), 64, "dividing 64"),
                              (dict(BM=64, wg_stages=1), 512, "wg_stages=1")):
         with pytest.raises(ValueError, match=match):

@@ -7,8 +7,8 @@ from nf3_hybrid.kernels import mma_tiles
 
 
 def test_a_filtered_sweep_times_the_built_in_tiles_and_the_option_s_candidates():
-    for cls in ("mid", "large"):
-        builtin = triton_tiers.grouped_config(triton_tiers.MID_TOKENS + (cls == "large"), False)
+    for cls in ("narrow", "mid", "large"):
+        builtin = triton_tiers.grouped_config(bench.SWEEP_TOKENS[cls][0], False)
         cands = bench.sweep_candidates(cls, builtin, "wgmma")
         assert cands[0] == builtin and not cands[0].get("wgmma")
         assert len(cands) > 1 and all(c.get("wgmma") for c in cands[1:])

@@ -104,7 +104,7 @@ def _tile(cfg: dict, key: str, size: int) -> int:
 
 # wgmma: tokens a block (the instruction's N), warps (a multiple of four: warpgroups
 # stacked along the weight rows, 16 rows a warp), activation buffers in flight
-WG_BLOCKS = (64, 128, 256)
+WG_BLOCKS = (16, 32, 64, 128, 256)
 WG_WARPS = 4
 WG_STAGES = 2
 
