@@ -25,7 +25,7 @@ c at ``p_position(c)``.
 
 Tile option ``wgmma`` (SM90 only; off by default, never run on a GPU yet): the same
 decoded A fragments into Hopper's warpgroup MMA, the activations from shared memory,
-64-256 tokens a block (kernels/wgmma_gluon.py says why).
+16-256 tokens a block (kernels/wgmma_gluon.py says why).
 """
 from __future__ import annotations
 

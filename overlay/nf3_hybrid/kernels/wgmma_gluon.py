@@ -1,7 +1,7 @@
 """The NF3 and NVFP4 tiers' grouped GEMMs on Hopper's warpgroup MMA (``wgmma``), written
 in Gluon: the weight operand decoded straight into wgmma's register A operand, exactly as
 mma_gluon.py decodes it into mma.sync's, and the activations in shared memory as its B
-operand, 64-256 tokens wide. Imported only through kernels/wgmma_tiles.py.
+operand, 16-256 tokens wide. Imported only through kernels/mma_tiles.py.
 
 Why: on mma.sync each 16-32-token block decodes its expert's weights again, and decoding
 (~2.5 integer instructions a weight) is what bounds the grouped path on the H200 (the
@@ -9,7 +9,8 @@ time grows with the tokens: README, what limits the kernels). wgmma's A fragment
 registers is, warp by warp, mma.sync m16n8k16's A fragment (PTX ISA, wgmma register
 fragments), so the lane-owned NF3 groups of mma_gluon.py reach it without data movement —
 ``convert_layout(..., assert_trivial=True)`` proves it at compile time — while one wgmma
-multiplies them with up to 256 tokens: a weight is decoded once per 64-256 routed pairs.
+multiplies them with up to 256 tokens: a weight is decoded once per block of up to 256
+routed pairs.
 
 Layouts (W warps, a multiple of four: W/4 warpgroups stacked along the weight rows; a row
 tile of BN = 16·W rows; K steps of BK = 128):
