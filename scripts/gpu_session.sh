@@ -7,6 +7,7 @@
 #     call that stages part 3:
 #     bash .gpu-bundle/part3/stage.sh 3 >/tmp/stage.log 2>&1; source .gpu-bundle/part3/env.sh &&
 #     bash scripts/install_overlay.sh --python python3 --no-extras && bash scripts/gpu_session.sh final s12
+#     (with TILES=/tmp/nf3_sweep_TAG.json: the table at the tiles a wgmma call's sweep chose)
 #   wgmma: the GPU tests of the wgmma kernels (tile option wgmma, built in session 12 without
 #     a GPU), then the narrow, mid and large classes swept: their built-in tiles against the wgmma
 #     candidates (bare host: no vLLM needed): bash scripts/gpu_session.sh wgmma s12
@@ -26,19 +27,25 @@ case $mode in
       tail -15 > "$OUT/kernels_h200_$tag.txt"
     tail -3 "$OUT/kernels_h200_$tag.txt" ;;
   final)
-    timeout 240 python3 -m nf3_hybrid bench --shape glm5.2 --inter 512 2048 \
+    # TILES: a sweep's JSON (wgmma mode keeps one in /tmp): the table at the tiles it chose
+    timeout 240 python3 -m nf3_hybrid bench --shape glm5.2 --inter 512 2048 ${TILES:+--tiles "$TILES"} \
       --tokens 1 2 4 8 16 32 64 128 512 1024 2048 4096 --out-dir "$OUT" --tag h200 2>&1 | grep -v Warning | tail -26
     timeout 190 python3 scripts/vllm_e2e.py --out "$OUT/e2e_h200_tp1_$tag.json" --work /tmp/nf3-e2e \
       --runs src_bf16,src_bf16_eager,hyb_triton,hyb_triton_eager,hyb_ref_eager,uniform_overlay --parallel 6 --mem 0.1 2>&1 |
       tail -25 ;;
   wgmma)
-    PYTHONPATH=$PWD/overlay:$PWD timeout 240 python3 -m pytest -q tests/kernels/test_expert_kernels.py -k wgmma 2>&1 |
+    PYTHONPATH=$PWD/overlay:$PWD timeout 200 python3 -m pytest -q tests/kernels/test_expert_kernels.py -k wgmma 2>&1 |
       tail -15 > "$OUT/kernels_h200_${tag}_wgmma.txt"
     tail -3 "$OUT/kernels_h200_${tag}_wgmma.txt"
-    PYTHONPATH=$PWD/overlay timeout 300 python3 -m nf3_hybrid bench --ours-only --sweep --sweep-classes narrow mid large \
-      --sweep-only wgmma --shape glm5.2 --inter 512 --tokens 256 512 1024 2048 4096 --out-dir "$OUT" \
+    PYTHONPATH=$PWD/overlay timeout 330 python3 -m nf3_hybrid bench --ours-only --sweep --sweep-classes narrow mid large \
+      --sweep-only wgmma --shape glm5.2 --inter 512 --tokens 1024 2048 4096 --out-dir "$OUT" \
       --tag "h200_${tag}_wgmma" 2>&1 |
       grep -v Warning | tail -30
-    mv "$OUT/bench_moe_h200_${tag}_wgmma.json" "$OUT/sweep_h200_${tag}_wgmma.json" 2>/dev/null ;;
+    mv "$OUT/bench_moe_h200_${tag}_wgmma.json" "$OUT/sweep_h200_${tag}_wgmma.json" 2>/dev/null
+    # the sweep's choice for a later "final" call on this host (TILES=...), only when the
+    # wgmma kernels passed their tests: a faster wrong kernel must not reach the table
+    if grep -q " passed" "$OUT/kernels_h200_${tag}_wgmma.txt" && ! grep -qE "failed|error" "$OUT/kernels_h200_${tag}_wgmma.txt"; then
+      cp "$OUT/sweep_h200_${tag}_wgmma.json" "/tmp/nf3_sweep_${tag}.json" 2>/dev/null && echo "tiles kept: /tmp/nf3_sweep_${tag}.json"
+    fi ;;
   *) echo "gpu_session.sh: unknown mode $mode (tests, final or wgmma)" >&2; exit 2 ;;
 esac

@@ -186,7 +186,7 @@ def run(shapes, tokens=TOKENS, out_dir="bench/results", tag="h200", seed=0, log=
             del ours, stock, a, b, a_only, b_only, ws
             torch.cuda.empty_cache()
     res = {"device": dev, "capability": list(cap), "copy_gbs": round(bw, 1), "copy_gbs_by_method": copies,
-           "stock_backends": stock_backends,
+           "stock_backends": stock_backends, "tile_override": _override(),
            "rows": rows, "ratios": ratios(rows), "command": " ".join(sys.argv), "date": time.strftime("%Y-%m-%d")}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -194,6 +194,13 @@ def run(shapes, tokens=TOKENS, out_dir="bench/results", tag="h200", seed=0, log=
     plot(res, out / f"bench_moe_{tag}.png")
     log(table(res))
     return res
+
+
+def _override():
+    """The tiles a sweep or --tiles put in place of the built-in ones (None: built-in)."""
+    from .backends import triton_tiers
+
+    return triton_tiers.CONFIG_OVERRIDE
 
 
 def _line(rows):
@@ -473,6 +480,24 @@ def breakdown(inter=512, tokens=(1, 8, 64, 2048), log=print) -> dict:
     return {"inter": inter, "per_call_us": out}
 
 
+def use_tiles(result: dict) -> dict:
+    """Applies the grouped classes' tiles a sweep chose (its JSON: ``kernel_configs.chosen``)
+    so a later run (say, the one with vLLM's Marlin MoE beside ours) times the same tiles
+    without sweeping again. The per-pair decode path ("gemv") keeps its own tiles."""
+    from .backends import triton_tiers
+
+    chosen = result.get("kernel_configs", result).get("chosen")
+    if not isinstance(chosen, dict) or not chosen:
+        raise ValueError("--tiles: no kernel_configs.chosen in this JSON (write it with bench --sweep)")
+    grouped = {c: dict(t) for c, t in chosen.items() if c != "gemv"}
+    unknown = set(grouped) - {"small", "narrow", "mid", "large"}
+    if unknown:
+        raise ValueError(f"--tiles: unknown batch classes {sorted(unknown)}")
+    base = {triton_tiers.grouped_class(m): triton_tiers.grouped_config(m, False) for m in triton_tiers.class_sizes()}
+    triton_tiers.CONFIG_OVERRIDE = {**base, **grouped}
+    return grouped
+
+
 def set_gemv_tokens(n: int):
     """Moves the decode-path threshold (the workspace sizes its per-pair buffer from it)."""
     from .backends import executor as executor_mod
@@ -497,6 +522,8 @@ def main(args) -> int:
         Path(args.out_dir).mkdir(parents=True, exist_ok=True)
         Path(args.out_dir, f"kernel_breakdown_{args.tag}.json").write_text(json.dumps(res, indent=2) + "\n")
         return 0
+    if getattr(args, "tiles", None):
+        use_tiles(json.loads(Path(args.tiles).read_text()))
     swept = None
     if args.sweep:
         if not args.ours_only:

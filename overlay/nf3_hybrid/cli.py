@@ -215,6 +215,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="batch classes --sweep times (default: all)")
     b.add_argument("--sweep-only", metavar="OPTION",
                    help="--sweep times each class's built-in tiles and only the candidates setting this tile option")
+    b.add_argument("--tiles", metavar="JSON",
+                   help="time the grouped classes at the tiles a --sweep chose (its JSON, key kernel_configs.chosen)")
     b.add_argument("--gemv-tokens", type=int, help="batch sizes up to this take the per-pair decode path "
                    "(default: the built-in threshold)")
     b.add_argument("--breakdown", action="store_true", help="only: per-kernel GPU time of the hybrid layer")

@@ -34,3 +34,26 @@ def test_each_grouped_class_is_timed_at_token_counts_inside_it():
     for cls, tokens in bench.SWEEP_TOKENS.items():
         if cls != "gemv":
             assert {triton_tiers.grouped_class(m) for m in tokens} == {cls}, (cls, tokens)
+
+
+def test_tiles_from_a_sweep_json_replace_exactly_the_classes_it_chose(tmp_path, monkeypatch):
+    """``bench --tiles``: a later run (the one with Marlin beside ours) times the tiles a
+    sweep chose; the classes it did not sweep keep their built-in tiles, gemv is left alone."""
+    import json
+
+    monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", None)
+    builtin_mid = triton_tiers.grouped_config(800, False)
+    large = next(c for c in bench.SWEEP["large"] if c.get("wgmma"))
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps({"kernel_configs": {"chosen": {"large": large, "gemv": {"BN": 1}}}}))
+    got = bench.use_tiles(json.loads(path.read_text()))
+    assert got == {"large": large}
+    assert triton_tiers.grouped_config(3000, False) == large
+    assert triton_tiers.grouped_config(800, False) == builtin_mid
+    assert triton_tiers.kernel_config(1, False) != {"BN": 1}
+    import pytest
+
+    with pytest.raises(ValueError, match="kernel_configs.chosen"):
+        bench.use_tiles({"rows": []})
+    with pytest.raises(ValueError, match="unknown batch classes"):
+        bench.use_tiles({"chosen": {"huge": {}}})
