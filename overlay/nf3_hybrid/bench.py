@@ -386,7 +386,7 @@ SWEEP = {
 # token counts each class is timed at: inside the class (a candidate replaces only its own
 # class's tiles; 512 and 1024 had been left in "mid" and "large" when session 11 moved the
 # bounds, so there every candidate was timed on the class below's built-in tiles)
-SWEEP_TOKENS = {"gemv": (1, 2, 4, 8, 16, 32, 64, 96), "small": (1, 8, 16, 64), "narrow": (128, 256, 512),
+SWEEP_TOKENS = {"gemv": (1, 2, 4, 8, 16, 32, 64, 96), "small": (1, 8, 16, 64), "narrow": (128, 256, 384),
                 "mid": (768, 1024), "large": (2048, 4096)}
 
 

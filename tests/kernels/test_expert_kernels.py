@@ -347,16 +347,21 @@ def test_profiling_marks_only_where_all_four_are_recorded(monkeypatch):
     assert all(e.t is not None for e in evs)
 
 
-def _grouped_only(monkeypatch, cls, tokens, n_kept, seed):
+def _grouped_only(monkeypatch, cls, tokens, n_kept, seed, wgmma=False):
     """A hybrid layer (GPU tiles, hidden 1024, I 512, 64 experts, top-8) whose every batch
     takes the grouped path, and each grouped class's default tiles; ``tokens`` must all
-    fall in class ``cls``."""
+    fall in class ``cls``. Without ``wgmma`` its tiers are kept off the wgmma kernels (on
+    the H200 they would take them, with their own tiles and class bounds, in place of the
+    mma.sync or Triton tiles a test compares)."""
     from nf3_hybrid.backends import executor, triton_tiers
 
     monkeypatch.setattr(executor, "GEMV_TOKENS", 0)
     ref, tri, ws = build("nvfp4", n_kept, 64, 1024, 512, 2048, 8, seed=seed)
+    if not wgmma:
+        for t in tri.triton:
+            t.wgmma = False
     classes = {triton_tiers.grouped_class(m): triton_tiers.grouped_config(m, False) for m in triton_tiers.class_sizes()}
-    assert all(triton_tiers.grouped_class(m) == cls for m in tokens)
+    assert all(triton_tiers.grouped_class(m, triton_tiers.all_wgmma(tri.triton)) == cls for m in tokens)
     return ref, tri, ws, classes
 
 
@@ -478,7 +483,7 @@ def test_wgmma_tiles_match_the_mma_tiles_and_the_reference(monkeypatch, cls, m, 
         pytest.skip("warpgroup MMA: SM 9.x only")
     from nf3_hybrid.backends import triton_tiers
 
-    ref, tri, ws, classes = _grouped_only(monkeypatch, cls, (m,), n_kept=24, seed=37)
+    ref, tri, ws, classes = _grouped_only(monkeypatch, cls, (m,), n_kept=24, seed=37, wgmma=True)
     ws.reserve(2048, 8, 1024, 512, 64, block_sizes=[bm])
     assert all(t.wgmma for t in tri.triton)
     w, ids = routing(m, 64, 8, seed=m + 7, device=DEV)
@@ -487,6 +492,7 @@ def test_wgmma_tiles_match_the_mma_tiles_and_the_reference(monkeypatch, cls, m, 
     for wg in (0, 1):
         tiles = dict(classes[cls], mma=1, mma_kept=1, BM=bm if wg else 32, wgmma=wg, wg_warps=warps, wg_stages=stages)
         tiles.pop("all_mma", None)
+        tiles.pop("all_wgmma", None)
         monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", {**classes, cls: tiles})
         poison(ws)
         got[wg] = tri.forward(x, w, ids, weights_on_input=on_input)
@@ -495,6 +501,33 @@ def test_wgmma_tiles_match_the_mma_tiles_and_the_reference(monkeypatch, cls, m, 
     assert rel(got[1], want) < TOL and rel(got[1], got[0]) < TOL, (rel(got[1], want), rel(got[1], got[0]))
     poison(ws)
     assert torch.equal(tri.forward(x, w, ids, weights_on_input=on_input), got[1])  # reproducible
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m", [65, 448, 449, 1024, 1025, 2500])
+def test_the_built_in_tiles_on_an_sm90_gpu_run_on_wgmma_and_match_the_reference(monkeypatch, m):
+    """No override: on SM 9.x every tier takes the wgmma kernels with the classes'
+    ``all_wgmma`` tiles (the narrow class to WGMMA_NARROW_TOKENS; 2500 tokens: two chunks
+    of the workspace when it holds fewer), against the reference."""
+    if DEV != "cuda" or torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("warpgroup MMA: SM 9.x only")
+    from nf3_hybrid.backends import executor, triton_tiers
+    from nf3_hybrid.kernels import mma_tiles
+
+    monkeypatch.setattr(executor, "GEMV_TOKENS", 0)
+    ref, tri, ws = build("nvfp4", 24, 64, 1024, 512, 2500, 8, seed=43)
+    assert triton_tiers.all_wgmma(tri.triton)
+    launched = []
+    real = mma_tiles._kernel_tiles
+    monkeypatch.setattr(mma_tiles, "_kernel_tiles", lambda cfg, size, gemm: launched.append(dict(cfg)) or
+                        real(cfg, size, gemm))
+    w, ids = routing(m, 64, 8, seed=m + 11, device=DEV)
+    x = (torch.randn(m, 1024, device=DEV) * 2).to(torch.bfloat16)
+    poison(ws)
+    got = tri.forward(x, w, ids)
+    want_bm = 16 if m <= triton_tiers.WGMMA_NARROW_TOKENS else 32 if m <= triton_tiers.MID_TOKENS else 64
+    assert launched and all(c.get("wgmma") and c["BM"] == want_bm for c in launched), launched[:2]
+    assert rel(got, ref.forward(x, w, ids)) < TOL
 
 
 @pytest.mark.gpu

@@ -93,21 +93,68 @@ def test_large_batches_take_32_token_blocks_only_when_every_tier_runs_on_mma(mon
 
     from nf3_hybrid.kernels import align
 
-    on, off = SimpleNamespace(mma=True), SimpleNamespace(mma=False)
+    on, off = SimpleNamespace(mma=True, wgmma=False), SimpleNamespace(mma=False, wgmma=False)
     m = triton_tiers.MID_TOKENS + 1
     assert triton_tiers.grouped_class(m) == "large"
     both = triton_tiers.layer_tiles(triton_tiers.grouped_config(m, False), [on, on])
     assert both["BM"] == 32 and both["mma_kept"] == 1 and "all_mma" not in both
     mixed = triton_tiers.layer_tiles(triton_tiers.grouped_config(m, False), [on, off])
     assert mixed["BM"] == 64 and not mixed.get("mma_kept") and "all_mma" not in mixed
+    assert not both.get("wgmma") and not mixed.get("wgmma") and "all_wgmma" not in both
     no_mma = triton_tiers.layer_tiles(dict(triton_tiers.grouped_config(m, False), mma=0), [on, on])
     assert no_mma["BM"] == 64
     mid = triton_tiers.grouped_config(triton_tiers.MID_TOKENS, False)
+    mid.pop("all_wgmma")
     assert triton_tiers.layer_tiles(dict(mid), [on, off]) == mid  # classes without all_mma unchanged
     monkeypatch.setattr(triton_tiers, "interpret", lambda: False)  # the GPU's tiles
     ws = triton_tiers.Workspace(torch.device("cpu"))
     ws.reserve(4096, 8, 256, 128, 16)
     assert ws.sorted_ids.shape[1] >= align.capacity(ws.chunk * 8, 16, 32)[0]
+
+
+def test_every_tier_on_wgmma_takes_the_wgmma_tiles_and_their_class_bounds():
+    """``all_wgmma`` (SM 9.x): the grouped classes' tiles when every tier of the layer takes
+    the wgmma kernels — 16 / 32 / 64 tokens a block in the narrow / mid / large classes, the
+    NVFP4 tier on them too, and the narrow class ending at WGMMA_NARROW_TOKENS; one tier
+    that cannot (MXFP4 on the Triton tiles, a GPU without warpgroup MMA) keeps the mma.sync
+    tiles and bounds for the whole layer. The decode class has no wgmma tiles."""
+    from types import SimpleNamespace
+
+    wg, mma = SimpleNamespace(mma=True, wgmma=True), SimpleNamespace(mma=True, wgmma=False)
+    tt = triton_tiers
+    assert tt.all_wgmma([wg, wg]) and not tt.all_wgmma([wg, mma]) and not tt.all_wgmma([])
+    n = tt.WGMMA_NARROW_TOKENS
+    assert tt.DECODE_TOKENS < n < tt.NARROW_TOKENS < tt.MID_TOKENS
+    assert tt.grouped_class(n, True) == "narrow" and tt.grouped_class(n + 1, True) == "mid"
+    assert tt.grouped_class(n + 1) == "narrow" and tt.grouped_class(tt.NARROW_TOKENS + 1) == "mid"
+    for m, bm in ((tt.DECODE_TOKENS + 1, 16), (n, 16), (n + 1, 32), (tt.MID_TOKENS, 32), (tt.MID_TOKENS + 1, 64),
+                  (8192, 64)):
+        got = tt.layer_tiles(tt.grouped_config(m, False, tt.all_wgmma([wg, wg])), [wg, wg])
+        assert got["wgmma"] == 1 and got["mma_kept"] == 1 and got["BM"] == bm, (m, got)
+        assert "all_wgmma" not in got and "all_mma" not in got
+        mixed = tt.layer_tiles(tt.grouped_config(m, False, tt.all_wgmma([wg, mma])), [wg, mma])
+        assert not mixed.get("wgmma") and "all_wgmma" not in mixed
+        mma_bm = 16 if m <= tt.NARROW_TOKENS else 32
+        assert mixed["BM"] == mma_bm, (m, mixed)
+    small = tt.layer_tiles(tt.grouped_config(tt.DECODE_TOKENS, False, True), [wg, wg])
+    assert not small.get("wgmma")
+    # the shapes the wgmma launcher takes, at GLM-5.2's gate/up (I = 512) and down rows
+    for m in (n, tt.MID_TOKENS, 8192):
+        cfg = tt.layer_tiles(tt.grouped_config(m, False, True), [wg, wg])
+        for rows in (512, 6144):
+            assert mma_tiles.wgmma_tile(cfg, rows)[0] == cfg["BM"]
+
+
+def test_the_workspace_plans_slots_for_the_wgmma_blocks(monkeypatch):
+    """The wgmma tiles' 64-token blocks of the large class are in the workspace's plan
+    (routing slots grow with the block size) before any CUDA graph is captured."""
+    from nf3_hybrid.kernels import align
+
+    monkeypatch.setattr(triton_tiers, "interpret", lambda: False)  # the GPU's tiles
+    ws = triton_tiers.Workspace(torch.device("cpu"))
+    ws.reserve(4096, 8, 256, 128, 16)
+    assert ws.max_block >= 64
+    assert ws.sorted_ids.shape[1] >= align.capacity(ws.chunk * 8, 16, 64)[0]
 
 
 def _fake_cuda(monkeypatch, capability):

@@ -34,6 +34,7 @@ def test_each_grouped_class_is_timed_at_token_counts_inside_it():
     for cls, tokens in bench.SWEEP_TOKENS.items():
         if cls != "gemv":
             assert {triton_tiers.grouped_class(m) for m in tokens} == {cls}, (cls, tokens)
+            assert {triton_tiers.grouped_class(m, wgmma=True) for m in tokens} == {cls}, (cls, tokens)
 
 
 def test_tiles_from_a_sweep_json_replace_exactly_the_classes_it_chose(tmp_path, monkeypatch):

@@ -141,15 +141,30 @@ def down_tiles(inter: int) -> dict:
 # 2515 / 5057 built-in before, I=2048 8734 / 17600 against 9394 / 19060 — ``all_mma``: the
 # tiles that replace the class's when every tier of the layer runs on the mma kernels (a
 # layer with an MXFP4 tier, or without Gluon, keeps 64-token blocks for its Triton tiles).
+# Session 13, ``all_wgmma``: the tiles that replace the class's when every tier of the layer
+# runs on the wgmma kernels (SM 9.x: kernels/wgmma_gluon.py; ``mma_split`` does not apply
+# there). H200, GLM-5.2 shape, hybrid layer, µs, mma.sync built-in against wgmma
+# (sweep_h200_s13_wgmma.json, I=512): narrow (16-token blocks) 629 / 660 against 619 / 637
+# at 128 / 256 tokens; mid (32-token blocks) 1057 / 1433 against 831 / 1114 at 768 / 1024;
+# large 2420 / 4857 against 1596 / 3212 at 2048 / 4096 (64-token blocks, three stages; 128
+# on eight warps 2409 / 4803). I=2048 (sweep_h200_s13_small_i2048.json): large 8871 / 17680
+# against 5876 / 12469 (two stages; three 5992 / 12494). The decode class on wgmma (16- or
+# 32-token blocks) was no faster than on mma.sync (287 against 290 µs at 16 tokens, 625
+# against 626 at 128), so it keeps mma.sync. Bounds (sweep_h200_s13_bounds.json): 16-token
+# blocks against 32, I=512 739 / 835 against 758 / 762 at 416 / 480 tokens, I=2048 2622 /
+# 2983 against 2655 / 2652 — on wgmma the narrow class ends at WGMMA_NARROW_TOKENS; 32-token
+# blocks against 64 stay the faster to 1024 (I=512 1124 against 1114 there, I=2048 4074
+# against 4274).
+_WGMMA = dict(wgmma=1, mma_kept=1)
 _MID_TILES = dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1,
-                  mma=1, mma_kept=1, mma_split=2)
+                  mma=1, mma_kept=1, mma_split=2, all_wgmma=_WGMMA)
 _GROUPED_TILES = {
     "small": dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1, ptx4=1, mma=1, mma_kept=1,
                   mma_split=2),
     "narrow": dict(_MID_TILES, BM=16),
     "mid": _MID_TILES,
     "large": dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1,
-                  mma=1, mma_split=2, all_mma=dict(BM=32, mma_kept=1)),
+                  mma=1, mma_split=2, all_mma=dict(BM=32, mma_kept=1), all_wgmma=dict(_WGMMA, BM=64, wg_stages=3)),
 }
 # under the interpreter (CPU tests): small tiles, float32 dots; narrow and mid alike (BM 16)
 _INTERP_MID_TILES = dict(BM=16, BN13=32, BK13=128, BN2=32, BK2=128, warps=4, stages=1)
@@ -160,16 +175,20 @@ _INTERP_TILES = {
     "large": dict(BM=16, BN13=32, BK13=128, BN2=32, BK2=128, warps=4, stages=1),
 }
 NARROW_TOKENS = 576
+WGMMA_NARROW_TOKENS = 448
 MID_TOKENS = 1024
 
 
-def grouped_class(m: int) -> str:
+def grouped_class(m: int, wgmma: bool = False) -> str:
     """Up to DECODE_TOKENS the tiles stream weights (memory-bound: narrow token tiles);
     above they feed tensor cores, with token blocks sized to the routed pairs an expert
-    gets on average (GLM-5.2's top-8 of 256: 18 at NARROW_TOKENS, 32 at MID_TOKENS)."""
+    gets on average (GLM-5.2's top-8 of 256: 18 at NARROW_TOKENS, 32 at MID_TOKENS).
+    ``wgmma``: every tier of the layer runs on the wgmma kernels, whose 16-token blocks
+    stop paying earlier (WGMMA_NARROW_TOKENS: measured, see _GROUPED_TILES)."""
     if m <= DECODE_TOKENS:
         return "small"
-    return "narrow" if m <= NARROW_TOKENS else "mid" if m <= MID_TOKENS else "large"
+    narrow = WGMMA_NARROW_TOKENS if wgmma else NARROW_TOKENS
+    return "narrow" if m <= narrow else "mid" if m <= MID_TOKENS else "large"
 
 
 def class_sizes() -> tuple:
@@ -177,23 +196,34 @@ def class_sizes() -> tuple:
     return (1, DECODE_TOKENS + 1, NARROW_TOKENS + 1, MID_TOKENS + 1)
 
 
-def grouped_config(m: int, interp: bool) -> dict:
+def grouped_config(m: int, interp: bool, wgmma: bool = False) -> dict:
     """Tiles of the routing-sorted grouped GEMMs for a batch of m tokens. Chosen by m
-    alone, so whatever sends a small batch here (a lowered GEMV threshold, the
-    benchmark's sweep) gets the decode tiles; the sweep may override a class."""
-    cls = grouped_class(m)
+    (and ``wgmma``: grouped_class) alone, so whatever sends a small batch here (a lowered
+    GEMV threshold, the benchmark's sweep) gets the decode tiles; the sweep may override a
+    class."""
+    cls = grouped_class(m, wgmma)
     if CONFIG_OVERRIDE is not None and cls in CONFIG_OVERRIDE:
         return dict(CONFIG_OVERRIDE[cls])
     return dict((_INTERP_TILES if interp else _GROUPED_TILES)[cls])
 
 
 def layer_tiles(cfg: dict, tiers) -> dict:
-    """A class's tiles for these tiers: its ``all_mma`` entries applied when the tiles put
-    the tiers on the mma kernels and every one of them can run there (see _GROUPED_TILES)."""
-    extra = cfg.pop("all_mma", None)
-    if extra and cfg.get("mma") and all(t.mma for t in tiers):
-        cfg.update(extra)
+    """A class's tiles for these tiers: when the tiles put the tiers on the mma kernels and
+    every one of them can run there, its ``all_wgmma`` entries if every tier can also take
+    the wgmma variant (SM 9.x), else its ``all_mma`` entries (see _GROUPED_TILES)."""
+    on_wgmma, on_mma = cfg.pop("all_wgmma", None), cfg.pop("all_mma", None)
+    if cfg.get("mma") and all(t.mma for t in tiers):
+        if on_wgmma and all_wgmma(tiers):
+            cfg.update(on_wgmma)
+        elif on_mma:
+            cfg.update(on_mma)
     return cfg
+
+
+def all_wgmma(tiers) -> bool:
+    """Whether every one of these tiers runs on the wgmma kernels (and so takes the
+    classes' ``all_wgmma`` tiles and bounds)."""
+    return bool(tiers) and all(t.wgmma for t in tiers)
 
 
 def _bins(n_local_max: int) -> int:
@@ -244,7 +274,8 @@ class Workspace:
         it grew. ``block_sizes``: token blocks (BM) to plan routing slots for beyond the
         built-in tiles' (the benchmark's sweep candidates)."""
         tiles = [grouped_config(m, interpret()) for m in class_sizes()]
-        builtin = [c["BM"] for c in tiles] + [c["all_mma"]["BM"] for c in tiles if "all_mma" in c]
+        builtin = [c["BM"] for c in tiles] + [c[k]["BM"] for c in tiles for k in ("all_mma", "all_wgmma")
+                                              if "BM" in c.get(k, {})]
         need = (max(self.max_tokens, max_tokens), max(self.topk, topk), max(self.hidden, hidden),
                 max(self.inter, inter), max(self.n_local, n_local), max([self.max_block, *builtin, *block_sizes]))
         if need == (self.max_tokens, self.topk, self.hidden, self.inter, self.n_local, self.max_block):
@@ -515,7 +546,7 @@ def run_chunk(tiers, maps, x, topk_weights, topk_ids, weights_on_input, *, resul
     ws = tiers[0].ws
     m, topk = topk_ids.shape
     ids, tw = _flat_routing(topk_weights, topk_ids)
-    cfg = layer_tiles(grouped_config(m, interpret()), tiers)
+    cfg = layer_tiles(grouped_config(m, interpret(), all_wgmma(tiers)), tiers)
     pairs = ids.numel()
     cap, blocks = align.capacity(pairs, ws.n_local, cfg["BM"])
     if cap > ws.sorted_ids.shape[1] or blocks > ws.block_expert.shape[1]:
