@@ -34,11 +34,12 @@ case $mode in
       --runs src_bf16,src_bf16_eager,hyb_triton,hyb_triton_eager,hyb_ref_eager,uniform_overlay --parallel 6 --mem 0.1 2>&1 |
       tail -25 ;;
   wgmma)
-    PYTHONPATH=$PWD/overlay:$PWD timeout 200 python3 -m pytest -q tests/kernels/test_expert_kernels.py -k wgmma 2>&1 |
+    # WG_TESTS / WG_OPTION: another test filter / the tile option whose candidates are swept
+    PYTHONPATH=$PWD/overlay:$PWD timeout 200 python3 -m pytest -q tests/kernels/test_expert_kernels.py -k "${WG_TESTS:-wgmma}" 2>&1 |
       tail -15 > "$OUT/kernels_h200_${tag}_wgmma.txt"
     tail -3 "$OUT/kernels_h200_${tag}_wgmma.txt"
     PYTHONPATH=$PWD/overlay timeout 330 python3 -m nf3_hybrid bench --ours-only --sweep --sweep-classes narrow mid large \
-      --sweep-only wgmma --shape glm5.2 --inter 512 --tokens 1024 2048 4096 --out-dir "$OUT" \
+      --sweep-only "${WG_OPTION:-wgmma}" --shape glm5.2 --inter 512 --tokens 1024 2048 4096 --out-dir "$OUT" \
       --tag "h200_${tag}_wgmma" 2>&1 |
       grep -v Warning | tail -30
     mv "$OUT/bench_moe_h200_${tag}_wgmma.json" "$OUT/sweep_h200_${tag}_wgmma.json" 2>/dev/null

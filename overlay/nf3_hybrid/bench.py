@@ -324,8 +324,10 @@ SWEEP = {
         dict(BM=16, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1),
         dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1),
         dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1, ptx4=1),
-        # session 12, built and not yet timed: the wgmma kernels (see "large") in the mma.sync
-        # kernels' block sizes (compile_probe: gate/up 115 / 155 registers at BM=16 / 32)
+        # session 12: the wgmma kernels (see "large") in the mma.sync kernels' block sizes
+        # (compile_probe: gate/up 115 / 155 registers at BM=16 / 32); session 13, H200, I=512:
+        # BM=16 619 / 637 µs at 128 / 256 tokens against mma.sync's 629 / 660, the default
+        # (sweep_h200_s13_wgmma.json)
         dict(_WG, BM=16),
         dict(_WG, BM=32),
     ],
@@ -341,7 +343,8 @@ SWEEP = {
         # (sweep_h200_s7_magic2.json), the default since session 7
         dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1),
         dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1),
-        # session 12, built and not yet timed: the wgmma kernels (see "large")
+        # session 12: the wgmma kernels (see "large"); session 13: BM=32 831 / 1114 µs at 768 /
+        # 1024 tokens against mma.sync's 1057 / 1433 (BM=64 1113 / 1108), the default
         dict(_WG, BM=32),
         dict(_WG, BM=64),
     ],
@@ -366,15 +369,21 @@ SWEEP = {
              swap2=1),
         dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1),
         dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1),
-        # session 12, built and not yet timed: both tiers on the wgmma kernels
+        # session 12: both tiers on the wgmma kernels
         # (kernels/wgmma_gluon.py), 64-256 tokens a block, each weight decoded once per block
         # (~64 routed pairs per expert at 2048 tokens, ~128 at 4096); compile_probe, SM90,
         # gate/up kernel: BM=64 on four warps 168 registers (Triton 3.8; 221 on 3.6), BM=128
-        # on eight 255 without spills, 437 NF3 loop instructions per 128-wide K step either way
+        # on eight 255 without spills, 437 NF3 loop instructions per 128-wide K step either way.
+        # Session 13, H200, I=512, µs at 2048 / 4096 tokens: 1608 / 3253, three stages 1596 /
+        # 3212 (the default), BM=128 2409 / 4803, three stages 2466 / 4932; mma.sync 2420 / 4857
         dict(_WG, BM=64),
         dict(_WG, BM=64, wg_stages=3),
         dict(_WG, BM=128, wg_warps=8),
         dict(_WG, BM=128, wg_warps=8, wg_stages=3),
+        # session 13, dropped: the MMAs asynchronous, overlapping the next step's decode
+        # (wg_async, s13_runs/wg_async.patch): wrong results on the H200, and no faster as
+        # timed — 1622 / 3270 µs at 2048 / 4096 against 1615 / 3231 (BM=64), BM=128 on
+        # eight warps 2382 / 4751 (sweep_h200_s13_async_wgmma.json)
         # session 7, dropped: the MMAs as Ampere-style mma.sync instead of warpgroup MMAs
         # (DISABLE_MMA_V3=1, a Triton environment switch: 230 registers, w13 loop 396 -> 605
         # SASS instructions) — 2187 / 4258 µs at 512 / 2048 tokens against 1913 / 3148

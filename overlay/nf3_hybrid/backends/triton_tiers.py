@@ -148,13 +148,13 @@ def down_tiles(inter: int) -> dict:
 # at 128 / 256 tokens; mid (32-token blocks) 1057 / 1433 against 831 / 1114 at 768 / 1024;
 # large 2420 / 4857 against 1596 / 3212 at 2048 / 4096 (64-token blocks, three stages; 128
 # on eight warps 2409 / 4803). I=2048 (sweep_h200_s13_small_i2048.json): large 8871 / 17680
-# against 5876 / 12469 (two stages; three 5992 / 12494). The decode class on wgmma (16- or
-# 32-token blocks) was no faster than on mma.sync (287 against 290 µs at 16 tokens, 625
-# against 626 at 128), so it keeps mma.sync. Bounds (sweep_h200_s13_bounds.json): 16-token
-# blocks against 32, I=512 739 / 835 against 758 / 762 at 416 / 480 tokens, I=2048 2622 /
-# 2983 against 2655 / 2652 — on wgmma the narrow class ends at WGMMA_NARROW_TOKENS; 32-token
-# blocks against 64 stay the faster to 1024 (I=512 1124 against 1114 there, I=2048 4074
-# against 4274).
+# against 5876 / 12469 (two stages; three 5992 / 12494). The decode class on wgmma (16-token
+# blocks, three stages) was at most 1 % faster than on mma.sync (287 against 290 µs at 16
+# tokens, 625 against 626 at 128), so it keeps mma.sync. Bounds (sweep_h200_s13_bounds.json):
+# 16-token blocks against 32, I=512 739 / 835 against 758 / 762 at 416 / 480 tokens, I=2048
+# 2622 / 2983 against 2655 / 2652 — on wgmma the narrow class ends at WGMMA_NARROW_TOKENS;
+# 32-token blocks against 64 stay the faster to 1024 (I=512 1124 against 1114 there, I=2048
+# 4074 against 4274).
 _WGMMA = dict(wgmma=1, mma_kept=1)
 _MID_TILES = dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1,
                   mma=1, mma_kept=1, mma_split=2, all_wgmma=_WGMMA)

@@ -23,9 +23,9 @@ relative difference of the intermediate 2e-5.
 The down GEMM reads the intermediate in the same order: the gate/up kernel stores column
 c at ``p_position(c)``.
 
-Tile option ``wgmma`` (SM90 only; off by default, never run on a GPU yet): the same
-decoded A fragments into Hopper's warpgroup MMA, the activations from shared memory,
-16-256 tokens a block (kernels/wgmma_gluon.py says why).
+Tile option ``wgmma`` (SM 9.x only; the grouped classes' default there when every tier
+takes it): the same decoded A fragments into Hopper's warpgroup MMA, the activations from
+shared memory, 16-256 tokens a block (kernels/wgmma_gluon.py says why).
 """
 from __future__ import annotations
 

@@ -21,8 +21,12 @@ tile of BN = 16·W rows; K steps of BK = 128):
   sorted into this block (``XL``: 16 bytes a thread), STAGES buffers deep, so that no
   register holds them and the next steps' copies fly while this one is decoded.
 
-Built and compiled for SM90 on a CPU (Triton 3.6, the H200 host's, and 3.8); never run on
-a GPU when written: the tile option that selects it (``wgmma``) is off by default.
+Built and compiled for SM90 on a CPU (Triton 3.6, the H200 host's, and 3.8) in session 12;
+first run on the H200 in session 13, correct as written and 21-34 % faster than the
+mma.sync kernels from 768 tokens (the default on SM 9.x since: backends/triton_tiers.py,
+``all_wgmma``). Each MMA is synchronous: asynchronous MMAs overlapping the next step's
+decode were tried in session 13 and gave wrong results, no faster where timed
+(bench/results/s13_runs/wg_async.patch, not on main).
 """
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
