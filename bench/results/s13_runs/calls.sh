@@ -18,7 +18,7 @@ bash .gpu-bundle/part1/stage.sh 1 >/tmp/stage1.log 2>&1; bash scripts/gpu_sessio
 # 8 (part3): the table and vLLM on the wgmma defaults -> bench_moe_h200.json/.png, e2e_h200_tp1_s13_wgmma_default.json
 bash .gpu-bundle/part3/stage.sh 3 >/tmp/stage.log 2>&1; source .gpu-bundle/part3/env.sh &&
   bash scripts/install_overlay.sh --python python3 --no-extras && bash scripts/gpu_session.sh final s13_wgmma_default
-# 9 (bare host, no vLLM): s13_runs/wg_async.patch applied (asynchronous wgmma; dropped, not on
+# 9 (bare host, no vLLM): s13_runs/wg_async.patch applied to f1daf13 (asynchronous wgmma; dropped, not on
 #   main), its GPU tests and the built-in-tiles test (fixed since call 6), then its candidates
 #   swept against the built-in tiles -> kernels_h200_s13_async_wgmma.txt, sweep_h200_s13_async_wgmma.json
 WG_TESTS="wgmma_async or built_in_tiles" WG_OPTION=wg_async bash scripts/gpu_session.sh wgmma s13_async
