@@ -347,6 +347,9 @@ SWEEP = {
         # 1024 tokens against mma.sync's 1057 / 1433 (BM=64 1113 / 1108), the default
         dict(_WG, BM=32),
         dict(_WG, BM=64),
+        # session 13, compiled, not yet run: the down GEMM four row tiles a program, the
+        # block's intermediate resident in shared memory (wg2_rows; see "large")
+        dict(_WG, BM=32, wg2_rows=4),
     ],
     "large": [
         dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
@@ -380,6 +383,13 @@ SWEEP = {
         dict(_WG, BM=64, wg_stages=3),
         dict(_WG, BM=128, wg_warps=8),
         dict(_WG, BM=128, wg_warps=8, wg_stages=3),
+        # session 13, compiled, not yet run: the down GEMM's row tiles four (or eight) a
+        # program with the block's whole intermediate resident in shared memory (wg2_rows,
+        # wgmma_gluon.wg2_resident_kernel: 111 registers, 64 KB, 205 loop instructions a K
+        # step against 256; ncu at 2048 tokens had the NF3 tier's down GEMM at 516 µs beside
+        # its gate/up GEMM's 676, streaming each block's intermediate once per 64 rows)
+        dict(_WG, BM=64, wg_stages=3, wg2_rows=4),
+        dict(_WG, BM=64, wg_stages=3, wg2_rows=8),
         # session 13, dropped: the MMAs asynchronous, overlapping the next step's decode
         # (wg_async, s13_runs/wg_async.patch): wrong results on the H200, and no faster as
         # timed — 1622 / 3270 µs at 2048 / 4096 against 1615 / 3231 (BM=64), BM=128 on

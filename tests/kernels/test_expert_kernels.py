@@ -504,6 +504,31 @@ def test_wgmma_tiles_match_the_mma_tiles_and_the_reference(monkeypatch, cls, m, 
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("cls,m", [("narrow", 300), ("mid", 700), ("large", 1500)])
+@pytest.mark.parametrize("rows", [2, 4])
+@pytest.mark.parametrize("on_input", [False, True])
+def test_the_resident_down_kernel_gives_the_streaming_kernel_bits(monkeypatch, cls, m, rows, on_input):
+    """Tile option ``wg2_rows`` (the down GEMM's row tiles a program, the block's
+    intermediate resident in shared memory): the same products in the same order as the
+    wgmma down kernel — the same bits — and the reference's result."""
+    if DEV != "cuda" or torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("warpgroup MMA: SM 9.x only")
+    from nf3_hybrid.backends import triton_tiers
+
+    ref, tri, ws, classes = _grouped_only(monkeypatch, cls, (m,), n_kept=24, seed=53, wgmma=True)
+    w, ids = routing(m, 64, 8, seed=m + 17, device=DEV)
+    x = (torch.randn(m, 1024, device=DEV) * 2).to(torch.bfloat16)
+    got = {}
+    for r in (1, rows):
+        tiles = triton_tiers.layer_tiles(dict(classes[cls]), tri.triton)
+        monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", {**classes, cls: dict(tiles, wg2_rows=r)})
+        poison(ws)
+        got[r] = tri.forward(x, w, ids, weights_on_input=on_input)
+    assert torch.equal(got[1], got[rows]), rel(got[rows], got[1])
+    assert rel(got[rows], ref.forward(x, w, ids, weights_on_input=on_input)) < TOL
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("m", [65, 448, 449, 1024, 1025, 2500])
 def test_the_built_in_tiles_on_an_sm90_gpu_run_on_wgmma_and_match_the_reference(monkeypatch, m):
     """No override: on SM 9.x every tier takes the wgmma kernels with the classes'

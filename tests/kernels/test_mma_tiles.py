@@ -68,6 +68,36 @@ def test_wgmma_kernels_compile_for_sm90_with_register_only_operands(fmt, bm, war
         assert "mma.sync" not in ptx and "ld.local" not in ptx, kernel
 
 
+@pytest.mark.parametrize("fmt,bm,rows,inter", [(0, 64, 4, 512), (1, 64, 4, 512), (0, 32, 8, 1024)])
+def test_the_resident_down_kernel_compiles_with_its_intermediate_loaded_once(fmt, bm, rows, inter, tmp_path):
+    """Tile option ``wg2_rows`` (wgmma_gluon.wg2_resident_kernel): the block's whole
+    intermediate copied into shared memory before the row tiles' loop (no copy or wait
+    inside it), the decoded weights in wgmma's register operand, nothing spilled."""
+    if mma_tiles.wgmma_missing():
+        pytest.skip(f"no wgmma kernels in this Triton: {mma_tiles.wgmma_missing()}")
+    compile_probe(tmp_path, "--mma", "--cfg", f"wgmma=1,BM={bm},fmt={fmt},wg2_rows={rows},inter={inter}")
+    ptx = (tmp_path / "wg2_resident_kernel.ptx").read_text()
+    assert f"wgmma.mma_async.sync.aligned.m64n{bm}k16.f32.f16.f16" in ptx and "ld.local" not in ptx
+    first_mma = ptx.index("wgmma.mma_async")
+    assert ptx.count("cp.async.wait_group") == 1 and ptx.index("cp.async.wait_group") < first_mma
+    assert "cp.async.cg.shared.global" not in ptx[first_mma:]
+
+
+def test_resident_down_tiles_outside_what_the_kernel_takes_are_refused():
+    """``wg2_rows`` row tiles must divide the output rows, the block's intermediate must fit
+    in shared memory, and the option needs the wgmma tiles."""
+    take = mma_tiles.wgmma_down_rows
+    assert take(dict(wgmma=1), 6144, 512, 64, 64) == 1
+    assert take(dict(wgmma=1, wg2_rows=4), 6144, 512, 64, 64) == 4
+    assert take(dict(wgmma=1, wg2_rows=8), 6144, 1024, 64, 64) == 8
+    for cfg, hidden, inter, bm, match in ((dict(wgmma=1, wg2_rows=5), 6144, 512, 64, "must divide"),
+                                          (dict(wgmma=1, wg2_rows=4), 6144, 2048, 64, "shared memory"),
+                                          (dict(wgmma=1, wg2_rows=4), 6144, 576, 64, "shared memory"),
+                                          (dict(wg2_rows=4), 6144, 512, 64, "wgmma")):
+        with pytest.raises(ValueError, match=match):
+            take(cfg, hidden, inter, bm, 64)
+
+
 def test_wgmma_tiles_outside_what_the_instruction_takes_are_refused():
     assert mma_tiles.wgmma_tile(dict(BM=128, wg_warps=8), 1024) == (128, 8, 128, mma_tiles.WG_STAGES)
     for cfg, size, match in ((dict(BM=8), 512, "BM=8"), (dict(BM=48), 512, "BM=48"), (dict(BM=512), 512, "BM=512"),

@@ -26,6 +26,9 @@ def test_wgmma_candidates_are_tiles_the_launcher_takes_at_glm5_shapes():
         for rows in (512, 6144):
             bm, warps, bn, stages = mma_tiles.wgmma_tile(c, rows)
             assert bm == c["BM"] and bn == 16 * warps and stages >= 2
+        # the resident down kernel's row tiles at the sweep's shape (I = 512)
+        bm, _, bn, _ = mma_tiles.wgmma_tile(c, 6144)
+        assert mma_tiles.wgmma_down_rows(c, 6144, 512, bm, bn) == c.get("wg2_rows", 1)
 
 
 def test_each_grouped_class_is_timed_at_token_counts_inside_it():

@@ -22,3 +22,5 @@ bash .gpu-bundle/part3/stage.sh 3 >/tmp/stage.log 2>&1; source .gpu-bundle/part3
 #   main), its GPU tests and the built-in-tiles test (fixed since call 6), then its candidates
 #   swept against the built-in tiles -> kernels_h200_s13_async_wgmma.txt, sweep_h200_s13_async_wgmma.json
 WG_TESTS="wgmma_async or built_in_tiles" WG_OPTION=wg_async bash scripts/gpu_session.sh wgmma s13_async
+# 10 (bare host): ncu of the wgmma kernels at 2048 tokens -> ncu_h200_s13_wgmma_m2048.txt
+bash bench/results/s13_runs/run_ncu.sh

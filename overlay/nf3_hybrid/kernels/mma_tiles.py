@@ -187,13 +187,41 @@ def launch_w13(xp, w13, s13, s13_2, sorted_ids, block_expert, topk_weights, inte
         num_warps=warps)
 
 
+# tile option wg2_rows (wgmma only): the down GEMM's row tiles a program, the block's whole
+# intermediate resident in shared memory (wgmma_gluon.wg2_resident_kernel); its bytes a
+# program at most (of the H200's 227 KB a block: room for the layouts' own scratch)
+WG2_RESIDENT_BYTES = 160 * 1024
+
+
+def wgmma_down_rows(cfg: dict, hidden: int, inter: int, bm: int, bn: int) -> int:
+    """Row tiles a down-GEMM program under tile option ``wg2_rows`` (1: off); a clear
+    error for values the resident kernel cannot take."""
+    rows = int(cfg.get("wg2_rows", 1))
+    if rows == 1:
+        return 1
+    if not cfg.get("wgmma"):
+        raise ValueError("wg2_rows: a wgmma tile option (set wgmma=1)")
+    if rows < 1 or hidden % (bn * rows):
+        raise ValueError(f"wg2_rows={rows}: {rows} row tiles of {bn} must divide the {hidden} output rows")
+    if inter % BK or bm * inter * 2 > WG2_RESIDENT_BYTES:
+        raise ValueError(f"wg2_rows={rows}: a block's intermediate ({bm} x {inter} fp16) must fit in "
+                         f"{WG2_RESIDENT_BYTES // 1024} KB of shared memory")
+    return rows
+
+
 def launch_w2(inter, w2, s2, s2_2, sorted_ids, block_expert, topk_weights, out, num_pairs, topk, inter_size,
               fmt, weight_on_input, cfg, words, pair_rows):
     """``out``: fp32 [pairs, hidden] (``pair_rows``) or [tokens, hidden] added into."""
     hidden = out.shape[1]
     kernel, bn, warps, tiles = _kernel_tiles(cfg, hidden, "2")
+    rows = wgmma_down_rows(cfg, hidden, inter_size, tiles["BM"], bn) if cfg.get("wgmma") else 1
+    if rows > 1:
+        from . import wgmma_gluon
+
+        kernel = wgmma_gluon.wg2_resident_kernel
+        tiles = dict(tiles, STAGES=inter_size // BK, ROWS=rows)
     w = w2.view(torch.int32)
-    kernel[(block_expert.numel(), hidden // bn)](
+    kernel[(block_expert.numel(), hidden // (bn * rows))](
         inter, inter.stride(0), w, s2, s2_2 if s2_2 is not None else s2, sorted_ids, block_expert, topk_weights,
         out, out.stride(0), *words, num_pairs, topk, inter_size, w.stride(0), w.stride(1), s2.stride(0),
         s2.stride(1), FMT=fmt, HAS_S2=s2_2 is not None, WEIGHT_ON_INPUT=weight_on_input, PAIR_ROWS=pair_rows,

@@ -164,3 +164,48 @@ def wg2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr,
     async_copy.wait_group(0)
     _store2(acc, e, blk, j, s2_ptr, sorted_ptr, tw_ptr, out_ptr, stride_om, P, topk, HAS_S2, WEIGHT_ON_INPUT,
             PAIR_ROWS, BM, BN, MMA)
+
+
+@gluon.jit(do_not_specialize=["P", "topk", "pt0", "pt1", "pt2", "pt3"])
+def wg2_resident_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw_ptr, out_ptr, stride_om,
+                        pt0, pt1, pt2, pt3, P, topk, K, stride_we, stride_wn, stride_se, stride_sn,
+                        FMT: gl.constexpr, HAS_S2: gl.constexpr, WEIGHT_ON_INPUT: gl.constexpr,
+                        PAIR_ROWS: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr,
+                        MMA: gl.constexpr, LW: gl.constexpr, XL: gl.constexpr, SHL: gl.constexpr,
+                        STAGES: gl.constexpr, ROWS: gl.constexpr):
+    """wg2_kernel's contract for ROWS row tiles [(j·ROWS + r)·BN, +BN) a program, with the
+    block's whole intermediate (STAGES = K / BK steps of [BM, BK]) copied into shared memory
+    once and read by every row tile. Why (ncu, bench/results/ncu_h200_s13_wgmma_m2048.txt):
+    at K = 512 each wg2_kernel program streams its block's 64 KB intermediate from L2 for
+    64 output rows and four K steps, so the NF3 tier's down GEMM took 516 µs against its
+    gate/up GEMM's 676 at 2048 tokens, with half the weights; ROWS tiles a program divide
+    that traffic by ROWS. Same products in the same order: wg2_kernel's bits."""
+    gl.static_assert(BK == 128, "one 128-wide window a K step")
+    A_DOT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
+    blk = gl.program_id(0)
+    j = gl.program_id(1)
+    e = gl.load(bexp_ptr + blk)
+    if e < 0:
+        return
+    slots_x = (blk * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, XL))).to(gl.int64)
+    hp = _b_rows(inter_ptr, slots_x, stride_im, BK, XL)
+    bs = gl.allocate_shared_memory(gl.float16, [STAGES, BM, BK], SHL)
+    for s in gl.static_range(STAGES):
+        _b_issue(bs, hp, s, K, BK, STAGES, XL)
+    async_copy.wait_group(0)
+    fence_async_shared()
+    _cta_barrier()
+    for r in range(ROWS):
+        jr = j * ROWS + r
+        wp, sp = _group_ptrs(w_ptr, s_ptr, e, jr * BN, stride_we, stride_wn, stride_se, stride_sn, BN, BK, LW, FMT)
+        acc = gl.zeros([BN, BM], gl.float32, MMA)
+        wd, sc = _load_group(wp, sp, 0, 0, FMT)
+        for i in range(0, K // BK):
+            kw, ks = _step_offsets(gl.minimum(i * BK + BK, K - BK), FMT)
+            nwd, nsc = _load_group(wp, sp, kw, ks, FMT)
+            a = _a_operand(wd, sc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT)
+            acc = warpgroup_mma(a, bs.index(i).permute((1, 0)), acc)
+            wd = nwd
+            sc = nsc
+        _store2(acc, e, blk, jr, s2_ptr, sorted_ptr, tw_ptr, out_ptr, stride_om, P, topk, HAS_S2, WEIGHT_ON_INPUT,
+                PAIR_ROWS, BM, BN, MMA)
