@@ -175,7 +175,7 @@ def wg2_resident_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, 
                         STAGES: gl.constexpr, ROWS: gl.constexpr):
     """wg2_kernel's contract for ROWS row tiles [(j·ROWS + r)·BN, +BN) a program, with the
     block's whole intermediate (STAGES = K / BK steps of [BM, BK]) copied into shared memory
-    once and read by every row tile. Why (ncu, bench/results/ncu_h200_s13_wgmma_m2048.txt):
+    once and read by every row tile. Why (ncu, bench/results/ncu_h200_s13_wgmma_m2048.txt.gz):
     at K = 512 each wg2_kernel program streams its block's 64 KB intermediate from L2 for
     64 output rows and four K steps, so the NF3 tier's down GEMM took 516 µs against its
     gate/up GEMM's 676 at 2048 tokens, with half the weights; ROWS tiles a program divide
