@@ -113,6 +113,7 @@ def _touched(ids, experts_in) -> int:
 
 
 def run(shapes, tokens=TOKENS, out_dir="bench/results", tag="h200", seed=0, log=print, with_stock=True) -> dict:
+    from .backends import triton_tiers
     from .backends.executor import LayerExecutor
     from .backends.triton_tiers import TritonTier, Workspace
 
@@ -186,7 +187,7 @@ def run(shapes, tokens=TOKENS, out_dir="bench/results", tag="h200", seed=0, log=
             del ours, stock, a, b, a_only, b_only, ws
             torch.cuda.empty_cache()
     res = {"device": dev, "capability": list(cap), "copy_gbs": round(bw, 1), "copy_gbs_by_method": copies,
-           "stock_backends": stock_backends, "tile_override": _override(),
+           "stock_backends": stock_backends, "tile_override": triton_tiers.CONFIG_OVERRIDE,
            "rows": rows, "ratios": ratios(rows), "command": " ".join(sys.argv), "date": time.strftime("%Y-%m-%d")}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -194,13 +195,6 @@ def run(shapes, tokens=TOKENS, out_dir="bench/results", tag="h200", seed=0, log=
     plot(res, out / f"bench_moe_{tag}.png")
     log(table(res))
     return res
-
-
-def _override():
-    """The tiles a sweep or --tiles put in place of the built-in ones (None: built-in)."""
-    from .backends import triton_tiers
-
-    return triton_tiers.CONFIG_OVERRIDE
 
 
 def _line(rows):
@@ -438,7 +432,7 @@ def sweep(inter=512, log=print, classes=None, only=None) -> dict:
                         1: TritonTier(random_tier("nf3", E - Kn, H, inter, nmap, 2), ws)}, H)
     chosen, trials = {}, []
     default = {"gemv": triton_tiers.kernel_config(1, False, inter),
-               **{triton_tiers.grouped_class(m): triton_tiers.grouped_config(m, False) for m in triton_tiers.class_sizes()}}
+               **triton_tiers.class_tiles(False)}
     gemv_tokens = executor_mod.GEMV_TOKENS
     for cls in SWEEP:
         if classes and cls not in classes:
@@ -512,8 +506,7 @@ def use_tiles(result: dict) -> dict:
     unknown = set(grouped) - {"small", "narrow", "mid", "large"}
     if unknown:
         raise ValueError(f"--tiles: unknown batch classes {sorted(unknown)}")
-    base = {triton_tiers.grouped_class(m): triton_tiers.grouped_config(m, False) for m in triton_tiers.class_sizes()}
-    triton_tiers.CONFIG_OVERRIDE = {**base, **grouped}
+    triton_tiers.CONFIG_OVERRIDE = {**triton_tiers.class_tiles(False), **grouped}
     return grouped
 
 
@@ -541,7 +534,7 @@ def main(args) -> int:
         Path(args.out_dir).mkdir(parents=True, exist_ok=True)
         Path(args.out_dir, f"kernel_breakdown_{args.tag}.json").write_text(json.dumps(res, indent=2) + "\n")
         return 0
-    if getattr(args, "tiles", None):
+    if args.tiles:
         use_tiles(json.loads(Path(args.tiles).read_text()))
     swept = None
     if args.sweep:

@@ -360,7 +360,7 @@ def _grouped_only(monkeypatch, cls, tokens, n_kept, seed, wgmma=False):
     if not wgmma:
         for t in tri.triton:
             t.wgmma = False
-    classes = {triton_tiers.grouped_class(m): triton_tiers.grouped_config(m, False) for m in triton_tiers.class_sizes()}
+    classes = triton_tiers.class_tiles(False)
     assert all(triton_tiers.grouped_class(m, triton_tiers.all_wgmma(tri.triton)) == cls for m in tokens)
     return ref, tri, ws, classes
 

@@ -196,6 +196,12 @@ def class_sizes() -> tuple:
     return (1, DECODE_TOKENS + 1, NARROW_TOKENS + 1, MID_TOKENS + 1)
 
 
+def class_tiles(interp: bool) -> dict:
+    """Each grouped class's tiles as grouped_config gives them (an override included), by
+    class name: the base a sweep or a test replaces one class of."""
+    return {grouped_class(m): grouped_config(m, interp) for m in class_sizes()}
+
+
 def grouped_config(m: int, interp: bool, wgmma: bool = False) -> dict:
     """Tiles of the routing-sorted grouped GEMMs for a batch of m tokens. Chosen by m
     (and ``wgmma``: grouped_class) alone, so whatever sends a small batch here (a lowered
