@@ -184,21 +184,14 @@ def mma(a):
 
 
 def wgmma(cfg, a):
-    """``--mma --cfg wgmma=1,BM=128[,fmt=1,wg_warps=8,wg_stages=3,wg2_rows=4,inter=512]``: the wgmma kernels of
+    """``--mma --cfg wgmma=1,BM=128[,fmt=1,wg_warps=8,wg_stages=3,wg_tail=16]``: the wgmma kernels of
     kernels/wgmma_gluon.py as mma_tiles launches them (BM: tokens a block)."""
     from nf3_hybrid.kernels import mma_tiles, wgmma_gluon
 
-    bm, warps, bn, stages = mma_tiles.wgmma_tile(cfg, 16 * cfg.get("wg_warps", mma_tiles.WG_WARPS))
-    lay, xl, shl, lw = mma_tiles._wg_layouts(bm, warps)
-    base = dict(FMT=cfg["fmt"], HAS_S2=cfg["fmt"] == 1, WEIGHT_ON_INPUT=False, BM=bm, BN=bn, BK=mma_tiles.BK,
-                MMA=lay, LW=lw, XL=xl, SHL=shl, STAGES=stages)
-    kernels = [(wgmma_gluon.wg13_kernel, {}), (wgmma_gluon.wg2_kernel, dict(PAIR_ROWS=True))]
-    rows = cfg.get("wg2_rows", 1)
-    if rows > 1:  # the resident down kernel instead, for an intermediate of inter (default 512)
-        inter = cfg.get("inter", 512)
-        mma_tiles.wgmma_down_rows(cfg, bn * rows, inter, bm, bn)
-        kernels[1] = (wgmma_gluon.wg2_resident_kernel, dict(PAIR_ROWS=True, STAGES=inter // mma_tiles.BK, ROWS=rows))
-    for kernel, extra in kernels:
+    size = 16 * cfg.get("wg_warps", mma_tiles.WG_WARPS)
+    for kernel, gemm, extra in ((wgmma_gluon.wg13_kernel, "13", {}), (wgmma_gluon.wg2_kernel, "2", dict(PAIR_ROWS=True))):
+        _, _, warps, tiles = mma_tiles._kernel_tiles(cfg, size, gemm)
+        base = dict(FMT=cfg["fmt"], HAS_S2=cfg["fmt"] == 1, WEIGHT_ON_INPUT=False, **tiles)
         r = probe(kernel, dict(base, **extra), a.arch, warps, a.dump, x_type="*fp16", gluon=True)
         print(kernel.__name__, r)
 

@@ -324,6 +324,10 @@ SWEEP = {
         # (sweep_h200_s13_wgmma.json)
         dict(_WG, BM=16),
         dict(_WG, BM=32),
+        # session 14: a 16-slot tail after each block's 16 (wg_tail, see "large"): an expert
+        # with 17-32 pairs takes one block, its tail multiplied only then (compile_probe,
+        # Triton 3.6: gate/up 128 registers, 492 NF3 loop instructions a K step against 437)
+        dict(_WG, BM=16, wg_tail=16),
     ],
     "mid": [
         dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
@@ -341,9 +345,19 @@ SWEEP = {
         # 1024 tokens against mma.sync's 1057 / 1433 (BM=64 1113 / 1108), the default
         dict(_WG, BM=32),
         dict(_WG, BM=64),
-        # session 13, compiled, not yet run: the down GEMM four row tiles a program, the
-        # block's intermediate resident in shared memory (wg2_rows; see "large")
-        dict(_WG, BM=32, wg2_rows=4),
+        # session 13, dropped: the down GEMM four row tiles a program with the block's
+        # intermediate resident in shared memory (wg2_rows; see "large") 853 / 1123 µs at
+        # 768 / 1024 against 818 / 1108. Session 14: a 16-slot tail (wg_tail, see "large")
+        # 829 / 897 against 822 / 1099 at 768 / 1024: from 769 tokens the wide class
+        dict(_WG, BM=32, wg_tail=16),
+    ],
+    # session 14: the mid class's blocks with a 16-slot tail, on wgmma only (triton_tiers:
+    # WGMMA_MID_TOKENS to WIDE_TOKENS; compile_probe, Triton 3.6: gate/up 167 registers
+    # against 155, 501 NF3 loop instructions a K step against 425)
+    "wide": [
+        dict(_WG, BM=32, wg_tail=16),
+        dict(_WG, BM=32, wg_tail=32),
+        dict(_WG, BM=64, wg_tail=16),
     ],
     "large": [
         dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
@@ -377,13 +391,21 @@ SWEEP = {
         dict(_WG, BM=64, wg_stages=3),
         dict(_WG, BM=128, wg_warps=8),
         dict(_WG, BM=128, wg_warps=8, wg_stages=3),
-        # session 13, compiled, not yet run: the down GEMM's row tiles four (or eight) a
-        # program with the block's whole intermediate resident in shared memory (wg2_rows,
-        # wgmma_gluon.wg2_resident_kernel: 111 registers, 64 KB, 205 loop instructions a K
-        # step against 256; ncu at 2048 tokens had the NF3 tier's down GEMM at 516 µs beside
-        # its gate/up GEMM's 676, streaming each block's intermediate once per 64 rows)
-        dict(_WG, BM=64, wg_stages=3, wg2_rows=4),
-        dict(_WG, BM=64, wg_stages=3, wg2_rows=8),
+        # session 13, dropped: the down GEMM's row tiles four (or eight) a program with the
+        # block's whole intermediate resident in shared memory (wg2_rows, built after ncu at
+        # 2048 tokens had the NF3 tier's down GEMM at 516 µs beside its gate/up GEMM's 676,
+        # streaming each block's intermediate once per 64 rows): correct on the H200, slower —
+        # 1705 / 3411 (four) and 1672 / 3381 (eight) against 1599 / 3225 µs
+        # (sweep_h200_s14_wg2_rows.json; the kernel is gone since, its record in
+        # docs/measurements.md). Session 14: each block 16 or 32 slots longer (wg_tail), the
+        # tail multiplied from the same decoded weights only when it holds a pair — at 2048
+        # tokens an expert gets 64 ± 8 pairs, so with 64-slot blocks ~1.5 blocks an expert
+        # decode its weights, with 80 slots ~1.03 (compile_probe, Triton 3.6: NF3 gate/up
+        # 232 registers against 168 — two programs an SM instead of three — NVFP4 243 against
+        # 221; 32 slots: 255)
+        dict(_WG, BM=64, wg_stages=3, wg_tail=16),
+        dict(_WG, BM=64, wg_tail=16),
+        dict(_WG, BM=64, wg_stages=3, wg_tail=32),
         # session 13, dropped: the MMAs asynchronous, overlapping the next step's decode
         # (wg_async, s13_runs/wg_async.patch): wrong results on the H200, and no faster as
         # timed — 1622 / 3270 µs at 2048 / 4096 against 1615 / 3231 (BM=64), BM=128 on
@@ -400,7 +422,7 @@ SWEEP = {
 # class's tiles; 512 and 1024 had been left in "mid" and "large" when session 11 moved the
 # bounds, so there every candidate was timed on the class below's built-in tiles)
 SWEEP_TOKENS = {"gemv": (1, 2, 4, 8, 16, 32, 64, 96), "small": (1, 8, 16, 64), "narrow": (128, 256, 384),
-                "mid": (768, 1024), "large": (2048, 4096)}
+                "mid": (640, 768), "wide": (1024, 1280), "large": (2048, 4096)}
 
 
 def sweep_candidates(cls: str, builtin: dict, only: str = None) -> list:
@@ -420,6 +442,7 @@ def sweep(inter=512, log=print, classes=None, only=None) -> dict:
     candidates that set that option (fewer kernels to compile on the device)."""
     from .backends import triton_tiers
     from .backends import executor as executor_mod
+    from .kernels import mma_tiles
     from .backends.executor import LayerExecutor
     from .backends.triton_tiers import TritonTier, Workspace
 
@@ -427,7 +450,8 @@ def sweep(inter=512, log=print, classes=None, only=None) -> dict:
     kmap = [i if i < Kn else -1 for i in range(E)]
     nmap = [i - Kn if i >= Kn else -1 for i in range(E)]
     ws = Workspace(torch.device("cuda"))
-    ws.reserve(4096, topk, H, inter, E, block_sizes=[c.get("BM", 0) for cs in SWEEP.values() for c in cs])
+    ws.reserve(4096, topk, H, inter, E,
+               block_sizes=[mma_tiles.block_slots(c) for cs in SWEEP.values() for c in cs if "BM" in c])
     ex = LayerExecutor({0: TritonTier(random_tier("nvfp4", Kn, H, inter, kmap, 1), ws),
                         1: TritonTier(random_tier("nf3", E - Kn, H, inter, nmap, 2), ws)}, H)
     chosen, trials = {}, []
@@ -503,7 +527,7 @@ def use_tiles(result: dict) -> dict:
     if not isinstance(chosen, dict) or not chosen:
         raise ValueError("--tiles: no kernel_configs.chosen in this JSON (write it with bench --sweep)")
     grouped = {c: dict(t) for c, t in chosen.items() if c != "gemv"}
-    unknown = set(grouped) - {"small", "narrow", "mid", "large"}
+    unknown = set(grouped) - set(triton_tiers.class_tiles(False))
     if unknown:
         raise ValueError(f"--tiles: unknown batch classes {sorted(unknown)}")
     triton_tiers.CONFIG_OVERRIDE = {**triton_tiers.class_tiles(False), **grouped}

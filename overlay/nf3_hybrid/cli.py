@@ -211,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--out-dir", default="bench/results")
     b.add_argument("--tag", default="h200")
     b.add_argument("--sweep", action="store_true", help="first pick kernel tile configs by timing candidates")
-    b.add_argument("--sweep-classes", nargs="*", choices=["gemv", "small", "narrow", "mid", "large"],
+    b.add_argument("--sweep-classes", nargs="*", choices=["gemv", "small", "narrow", "mid", "wide", "large"],
                    help="batch classes --sweep times (default: all)")
     b.add_argument("--sweep-only", metavar="OPTION",
                    help="--sweep times each class's built-in tiles and only the candidates setting this tile option")

@@ -177,6 +177,40 @@ def test_sizes_not_a_multiple_of_the_tiles(kept_fmt, m, cls, monkeypatch):
     assert rel(out, ref.forward(x, w, ids)) < TOL
 
 
+@pytest.mark.parametrize("block", [16, 80])
+def test_routing_fills_each_experts_slots_in_order_in_blocks_of_any_size(block):
+    """kernels/align.py for both tiers at once: each local expert's pairs (and no others)
+    in a prefix of its run of whole blocks, the rest padding, every block mapped to its
+    expert and the blocks past the end to −1. The wgmma tails (80 = 64 + 16 slots) rely on
+    the prefix: a block's tail is empty exactly when its first tail slot is padding."""
+    from nf3_hybrid.kernels import align
+    from nf3_hybrid.backends.triton_tiers import _bins
+
+    e, m, topk = 12, 150, 4
+    ids = torch.randint(0, e, (m * topk,), generator=torch.Generator().manual_seed(block)).to(torch.int32).to(DEV)
+    p = ids.numel()
+    maps = torch.tensor([[i if i < 5 else -1 for i in range(e)], [i - 5 if i >= 5 else -1 for i in range(e)]],
+                        dtype=torch.int32, device=DEV)
+    n_local = torch.tensor([5, 7], dtype=torch.int32, device=DEV)
+    cap, blocks = align.capacity(p, 7, block)
+    nb = _bins(7)
+    sorted_ids = torch.full((2, cap), -7, dtype=torch.int32, device=DEV)
+    bexp = torch.full((2, blocks), 99, dtype=torch.int32, device=DEV)
+    scratch = [torch.zeros((2, nb), dtype=torch.int32, device=DEV) for _ in range(3)]
+    align.launch(ids, maps, n_local, sorted_ids, bexp, *scratch, block)
+    srt, bexp, ids = sorted_ids.cpu(), bexp.cpu(), ids.cpu()
+    for t in range(2):
+        slot = 0
+        for loc in range(int(n_local[t])):
+            mine = [q for q in range(p) if int(maps[t, ids[q]]) == loc]
+            n_blocks = -(-len(mine) // block)
+            run = srt[t, slot: slot + n_blocks * block]
+            assert sorted(run[: len(mine)].tolist()) == mine and (run[len(mine):] == p).all(), (t, loc)
+            assert (bexp[t, slot // block: slot // block + n_blocks] == loc).all()
+            slot += n_blocks * block
+        assert (bexp[t, slot // block:] == -1).all() and (srt[t, slot:] == p).all()
+
+
 def test_workspace_grows_once_and_holds_a_row_per_routed_pair():
     ws = Workspace(torch.device(DEV))
     assert ws.reserve(5000, 8, 128, 64, 12)
@@ -504,35 +538,45 @@ def test_wgmma_tiles_match_the_mma_tiles_and_the_reference(monkeypatch, cls, m, 
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("cls,m", [("narrow", 300), ("mid", 700), ("large", 1500)])
-@pytest.mark.parametrize("rows", [2, 4])
+@pytest.mark.parametrize("cls,m,bm", [("narrow", 300, 16), ("mid", 700, 32), ("large", 1500, 64)])
+@pytest.mark.parametrize("tail", [16, 32])
 @pytest.mark.parametrize("on_input", [False, True])
-def test_the_resident_down_kernel_gives_the_streaming_kernel_bits(monkeypatch, cls, m, rows, on_input):
-    """Tile option ``wg2_rows`` (the down GEMM's row tiles a program, the block's
-    intermediate resident in shared memory): the same products in the same order as the
-    wgmma down kernel — the same bits — and the reference's result."""
+def test_wgmma_blocks_with_a_tail_match_the_blocks_without_and_the_reference(monkeypatch, cls, m, bm, tail,
+                                                                             on_input):
+    """Tile option ``wg_tail``: blocks of BM + TAIL routing slots, the tail multiplied only
+    when it holds a pair — both cases occur here (checked in the routing) — against the
+    same tiles without a tail and the reference; outputs poisoned before each run."""
     if DEV != "cuda" or torch.cuda.get_device_capability()[0] != 9:
         pytest.skip("warpgroup MMA: SM 9.x only")
     from nf3_hybrid.backends import triton_tiers
 
     ref, tri, ws, classes = _grouped_only(monkeypatch, cls, (m,), n_kept=24, seed=53, wgmma=True)
+    ws.reserve(2048, 8, 1024, 512, 64, block_sizes=[bm + tail])
     w, ids = routing(m, 64, 8, seed=m + 17, device=DEV)
     x = (torch.randn(m, 1024, device=DEV) * 2).to(torch.bfloat16)
     got = {}
-    for r in (1, rows):
+    for t in (0, tail):
         tiles = triton_tiers.layer_tiles(dict(classes[cls]), tri.triton)
-        monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", {**classes, cls: dict(tiles, wg2_rows=r)})
+        monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", {**classes, cls: dict(tiles, BM=bm, wg_tail=t)})
         poison(ws)
-        got[r] = tri.forward(x, w, ids, weights_on_input=on_input)
-    assert torch.equal(got[1], got[rows]), rel(got[rows], got[1])
-    assert rel(got[rows], ref.forward(x, w, ids, weights_on_input=on_input)) < TOL
+        got[t] = tri.forward(x, w, ids, weights_on_input=on_input)
+    # the tail run's blocks (a row of each tier's): some tails hold pairs, some are empty
+    from nf3_hybrid.kernels import align
+
+    p = m * 8
+    cap, blocks = align.capacity(p, ws.n_local, bm + tail)
+    heads = ws.sorted_ids[:, :cap].view(2, blocks, bm + tail)[:, :, bm][ws.block_expert[:, :blocks] >= 0]
+    assert (heads < p).any() and (heads == p).any(), heads
+    assert torch.isfinite(got[tail]).all()
+    want = ref.forward(x, w, ids, weights_on_input=on_input)
+    assert rel(got[tail], want) < TOL and rel(got[tail], got[0]) < TOL, (rel(got[tail], want), rel(got[tail], got[0]))
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("m", [65, 448, 449, 1024, 1025, 2500])
+@pytest.mark.parametrize("m", [65, 448, 449, 768, 769, 1408, 1409, 2500])
 def test_the_built_in_tiles_on_an_sm90_gpu_run_on_wgmma_and_match_the_reference(monkeypatch, m):
     """No override: on SM 9.x every tier takes the wgmma kernels with the classes'
-    ``all_wgmma`` tiles (the narrow class to WGMMA_NARROW_TOKENS; 2500 tokens: two chunks,
+    ``all_wgmma`` tiles and bounds (tails from WGMMA_MID_TOKENS; 2500 tokens: two chunks,
     each of its own class), against the reference."""
     if DEV != "cuda" or torch.cuda.get_device_capability()[0] != 9:
         pytest.skip("warpgroup MMA: SM 9.x only")
@@ -553,9 +597,11 @@ def test_the_built_in_tiles_on_an_sm90_gpu_run_on_wgmma_and_match_the_reference(
     # each chunk of the workspace its own class: 2500 tokens are 2048 (large) and 452 (mid);
     # per chunk two tiers, two GEMMs each
     chunks = [min(ws.chunk, m - c0) for c0 in range(0, m, ws.chunk)]
-    want = sorted(16 if c <= triton_tiers.WGMMA_NARROW_TOKENS else 32 if c <= triton_tiers.MID_TOKENS else 64
-                  for c in chunks for _ in range(4))
-    assert all(c.get("wgmma") for c in launched) and sorted(c["BM"] for c in launched) == want, (chunks, launched)
+    tt = triton_tiers
+    want = sorted((16, 0) if c <= tt.WGMMA_NARROW_TOKENS else (32, 0) if c <= tt.WGMMA_MID_TOKENS else
+                  (32, 16) if c <= tt.WIDE_TOKENS else (64, 16) for c in chunks for _ in range(4))
+    got_tiles = sorted((c["BM"], c.get("wg_tail", 0)) for c in launched)
+    assert all(c.get("wgmma") for c in launched) and got_tiles == want, (chunks, launched)
     assert rel(got, ref.forward(x, w, ids)) < TOL
 
 

@@ -68,34 +68,34 @@ def test_wgmma_kernels_compile_for_sm90_with_register_only_operands(fmt, bm, war
         assert "mma.sync" not in ptx and "ld.local" not in ptx, kernel
 
 
-@pytest.mark.parametrize("fmt,bm,rows,inter", [(0, 64, 4, 512), (1, 64, 4, 512), (0, 32, 8, 1024)])
-def test_the_resident_down_kernel_compiles_with_its_intermediate_loaded_once(fmt, bm, rows, inter, tmp_path):
-    """Tile option ``wg2_rows`` (wgmma_gluon.wg2_resident_kernel): the block's whole
-    intermediate copied into shared memory before the row tiles' loop (no copy or wait
-    inside it), the decoded weights in wgmma's register operand, nothing spilled."""
+@pytest.mark.parametrize("fmt,bm,tail", [(0, 32, 16), (1, 64, 16)])
+def test_wgmma_kernels_with_a_tail_compile_with_both_mma_widths(fmt, bm, tail, tmp_path):
+    """Tile option ``wg_tail``: each K step's decoded weights multiplied by the block's BM
+    tokens and, in a branch, by its TAIL more — one wgmma of each width — the tail's
+    activations copied by cp.async too, nothing spilled."""
     if mma_tiles.wgmma_missing():
         pytest.skip(f"no wgmma kernels in this Triton: {mma_tiles.wgmma_missing()}")
-    compile_probe(tmp_path, "--mma", "--cfg", f"wgmma=1,BM={bm},fmt={fmt},wg2_rows={rows},inter={inter}")
-    ptx = (tmp_path / "wg2_resident_kernel.ptx").read_text()
-    assert f"wgmma.mma_async.sync.aligned.m64n{bm}k16.f32.f16.f16" in ptx and "ld.local" not in ptx
-    first_mma = ptx.index("wgmma.mma_async")
-    assert ptx.count("cp.async.wait_group") == 1 and ptx.index("cp.async.wait_group") < first_mma
-    assert "cp.async.cg.shared.global" not in ptx[first_mma:]
+    compile_probe(tmp_path, "--mma", "--cfg", f"wgmma=1,BM={bm},fmt={fmt},wg_tail={tail}")
+    for kernel in ("wg13_kernel", "wg2_kernel"):
+        ptx = (tmp_path / f"{kernel}.ptx").read_text()
+        for n in (bm, tail):
+            assert f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.f16.f16" in ptx, (kernel, n)
+        assert "cp.async.cg.shared.global" in ptx and "ld.local" not in ptx, kernel
 
 
-def test_resident_down_tiles_outside_what_the_kernel_takes_are_refused():
-    """``wg2_rows`` row tiles must divide the output rows, the block's intermediate must fit
-    in shared memory, and the option needs the wgmma tiles."""
-    take = mma_tiles.wgmma_down_rows
-    assert take(dict(wgmma=1), 6144, 512, 64, 64) == 1
-    assert take(dict(wgmma=1, wg2_rows=4), 6144, 512, 64, 64) == 4
-    assert take(dict(wgmma=1, wg2_rows=8), 6144, 1024, 64, 64) == 8
-    for cfg, hidden, inter, bm, match in ((dict(wgmma=1, wg2_rows=5), 6144, 512, 64, "must divide"),
-                                          (dict(wgmma=1, wg2_rows=4), 6144, 2048, 64, "shared memory"),
-                                          (dict(wgmma=1, wg2_rows=4), 6144, 576, 64, "shared memory"),
-                                          (dict(wg2_rows=4), 6144, 512, 64, "wgmma")):
+def test_a_tail_is_a_wgmma_option_of_the_widths_the_instruction_takes():
+    """``wg_tail``'s slots add to the block's in the routing (block_slots); other widths, or
+    a tail without the wgmma kernels, are refused with the option named."""
+    assert mma_tiles.block_slots(dict(BM=64)) == 64
+    assert mma_tiles.block_slots(dict(BM=64, wgmma=1, wg_tail=16)) == 80
+    assert mma_tiles.block_slots(dict(BM=16, wgmma=1, wg_tail=0)) == 16
+    for cfg, match in ((dict(BM=64, wgmma=1, wg_tail=24), "wg_tail=24"), (dict(BM=64, wg_tail=16), "wgmma")):
         with pytest.raises(ValueError, match=match):
-            take(cfg, hidden, inter, bm, 64)
+            mma_tiles.block_slots(cfg)
+    tiles = mma_tiles._kernel_tiles(dict(BM=64, wgmma=1, wg_tail=16), 512, "13")[3] \
+        if not mma_tiles.wgmma_missing() else None
+    if tiles is not None:
+        assert tiles["TAIL"] == 16 and tiles["BM"] == 64
 
 
 def test_wgmma_tiles_outside_what_the_instruction_takes_are_refused():
@@ -153,14 +153,17 @@ def test_every_tier_on_wgmma_takes_the_wgmma_tiles_and_their_class_bounds():
     wg, mma = SimpleNamespace(mma=True, wgmma=True), SimpleNamespace(mma=True, wgmma=False)
     tt = triton_tiers
     assert tt.all_wgmma([wg, wg]) and not tt.all_wgmma([wg, mma]) and not tt.all_wgmma([])
-    n = tt.WGMMA_NARROW_TOKENS
-    assert tt.DECODE_TOKENS < n < tt.NARROW_TOKENS < tt.MID_TOKENS
+    n, mid, wide = tt.WGMMA_NARROW_TOKENS, tt.WGMMA_MID_TOKENS, tt.WIDE_TOKENS
+    assert tt.DECODE_TOKENS < n < tt.NARROW_TOKENS < mid < tt.MID_TOKENS < wide
     assert tt.grouped_class(n, True) == "narrow" and tt.grouped_class(n + 1, True) == "mid"
+    assert tt.grouped_class(mid + 1, True) == "wide" and tt.grouped_class(wide + 1, True) == "large"
     assert tt.grouped_class(n + 1) == "narrow" and tt.grouped_class(tt.NARROW_TOKENS + 1) == "mid"
-    for m, bm in ((tt.DECODE_TOKENS + 1, 16), (n, 16), (n + 1, 32), (tt.MID_TOKENS, 32), (tt.MID_TOKENS + 1, 64),
-                  (8192, 64)):
+    assert tt.grouped_class(wide) == "large"  # no wide class off wgmma
+    for m, bm, tail in ((tt.DECODE_TOKENS + 1, 16, 0), (n, 16, 0), (n + 1, 32, 0), (mid, 32, 0), (mid + 1, 32, 16),
+                        (wide, 32, 16), (wide + 1, 64, 16), (8192, 64, 16)):
         got = tt.layer_tiles(tt.grouped_config(m, False, tt.all_wgmma([wg, wg])), [wg, wg])
         assert got["wgmma"] == 1 and got["mma_kept"] == 1 and got["BM"] == bm, (m, got)
+        assert mma_tiles.block_slots(got) == bm + tail, (m, got)
         assert "all_wgmma" not in got and "all_mma" not in got
         mixed = tt.layer_tiles(tt.grouped_config(m, False, tt.all_wgmma([wg, mma])), [wg, mma])
         assert not mixed.get("wgmma") and "all_wgmma" not in mixed
@@ -169,22 +172,25 @@ def test_every_tier_on_wgmma_takes_the_wgmma_tiles_and_their_class_bounds():
     small = tt.layer_tiles(tt.grouped_config(tt.DECODE_TOKENS, False, True), [wg, wg])
     assert not small.get("wgmma")
     # the shapes the wgmma launcher takes, at GLM-5.2's gate/up (I = 512) and down rows
-    for m in (n, tt.MID_TOKENS, 8192):
+    for m in (n, mid, wide, 8192):
         cfg = tt.layer_tiles(tt.grouped_config(m, False, True), [wg, wg])
         for rows in (512, 6144):
             assert mma_tiles.wgmma_tile(cfg, rows)[0] == cfg["BM"]
 
 
 def test_the_workspace_plans_slots_for_the_wgmma_blocks(monkeypatch):
-    """The wgmma tiles' 64-token blocks of the large class are in the workspace's plan
-    (routing slots grow with the block size) before any CUDA graph is captured."""
+    """The wgmma tiles' blocks with their tails (the large class's 64 + 16 slots, the wide
+    class's 32 + 16) are in the workspace's plan (routing slots grow with the block size)
+    before any CUDA graph is captured."""
     from nf3_hybrid.kernels import align
 
     monkeypatch.setattr(triton_tiers, "interpret", lambda: False)  # the GPU's tiles
     ws = triton_tiers.Workspace(torch.device("cpu"))
     ws.reserve(4096, 8, 256, 128, 16)
-    assert ws.max_block >= 64
-    assert ws.sorted_ids.shape[1] >= align.capacity(ws.chunk * 8, 16, 64)[0]
+    assert ws.max_block >= 80
+    for slots in (16, 48, 80):
+        cap, blocks = align.capacity(ws.chunk * 8, 16, slots)
+        assert ws.sorted_ids.shape[1] >= cap and ws.block_expert.shape[1] >= blocks
 
 
 def _fake_cuda(monkeypatch, capability):
@@ -242,6 +248,22 @@ def test_wgmma_asked_where_it_cannot_run_takes_the_mma_kernels_and_says_so_once(
     assert all("wgmma" not in c and c["BM"] == 64 for _, c in launched)
     lines = [r.getMessage() for r in caplog.records if "wgmma" in r.getMessage()]
     assert len(lines) == 1 and "SM 9.x" in lines[0] and "(12, 0)" in lines[0]
+
+
+def test_a_tail_asked_where_wgmma_cannot_run_is_a_clear_error(monkeypatch):
+    """The routing laid the blocks out with their tails already: the mma.sync kernels would
+    leave the tails' pairs out, so this fallback refuses, naming the option."""
+    nf3 = make_tier("nf3", 2, 256, 128, [0, 1])
+    monkeypatch.setattr(mma_tiles, "gluon_missing", lambda: "")
+    ws = triton_tiers.Workspace(torch.device("cpu"))
+    ws.reserve(64, 2, 256, 128, 2)
+    _fake_cuda(monkeypatch, (12, 0))
+    tier = triton_tiers.TritonTier(nf3, ws)
+    monkeypatch.setattr(mma_tiles, "launch_w13", lambda *a: pytest.fail("launched"))
+    x = torch.zeros(4, 256)
+    with pytest.raises(ValueError, match="wg_tail"):
+        tier.gemms(x, None, ws.sorted_ids[0, :80], None, None, 8, 2, False,
+                   dict(BM=64, mma=1, mma_kept=1, wgmma=1, wg_tail=16), True, x_mma=x)
 
 
 def test_a_triton_without_gluon_falls_back_and_says_so_once(monkeypatch, caplog):

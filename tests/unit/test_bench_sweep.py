@@ -7,8 +7,8 @@ from nf3_hybrid.kernels import mma_tiles
 
 
 def test_a_filtered_sweep_times_the_built_in_tiles_and_the_option_s_candidates():
-    for cls in ("narrow", "mid", "large"):
-        builtin = triton_tiers.grouped_config(bench.SWEEP_TOKENS[cls][0], False)
+    for cls in ("narrow", "mid", "wide", "large"):
+        builtin = triton_tiers.grouped_config(bench.SWEEP_TOKENS[cls][0], False, True)
         cands = bench.sweep_candidates(cls, builtin, "wgmma")
         assert cands[0] == builtin and not cands[0].get("wgmma")
         assert len(cands) > 1 and all(c.get("wgmma") for c in cands[1:])
@@ -18,7 +18,7 @@ def test_a_filtered_sweep_times_the_built_in_tiles_and_the_option_s_candidates()
 
 def test_wgmma_candidates_are_tiles_the_launcher_takes_at_glm5_shapes():
     """Both tiers on them (mma and mma_kept), no all_mma (it would replace BM), and the
-    block and row tiles valid for GLM-5.2's gate/up (I = 512 at TP 4) and down (6144) GEMMs."""
+    block, row and tail tiles valid for GLM-5.2's gate/up (I = 512 at TP 4) and down (6144) GEMMs."""
     wg = [c for cs in bench.SWEEP.values() for c in cs if c.get("wgmma")]
     assert wg
     for c in wg:
@@ -26,9 +26,8 @@ def test_wgmma_candidates_are_tiles_the_launcher_takes_at_glm5_shapes():
         for rows in (512, 6144):
             bm, warps, bn, stages = mma_tiles.wgmma_tile(c, rows)
             assert bm == c["BM"] and bn == 16 * warps and stages >= 2
-        # the resident down kernel's row tiles at the sweep's shape (I = 512)
-        bm, _, bn, _ = mma_tiles.wgmma_tile(c, 6144)
-        assert mma_tiles.wgmma_down_rows(c, 6144, 512, bm, bn) == c.get("wg2_rows", 1)
+        # routing slots a block: its tokens and its tail's
+        assert mma_tiles.block_slots(c) == c["BM"] + c.get("wg_tail", 0)
 
 
 def test_each_grouped_class_is_timed_at_token_counts_inside_it():
@@ -36,8 +35,10 @@ def test_each_grouped_class_is_timed_at_token_counts_inside_it():
     would time that class's built-in tiles for every candidate."""
     for cls, tokens in bench.SWEEP_TOKENS.items():
         if cls != "gemv":
-            assert {triton_tiers.grouped_class(m) for m in tokens} == {cls}, (cls, tokens)
             assert {triton_tiers.grouped_class(m, wgmma=True) for m in tokens} == {cls}, (cls, tokens)
+            if cls != "wide":  # a class of the wgmma bounds only
+                assert {triton_tiers.grouped_class(m) for m in tokens} == {cls}, (cls, tokens)
+    assert set(bench.SWEEP_TOKENS) - {"gemv"} == set(triton_tiers.class_tiles(False))
 
 
 def test_tiles_from_a_sweep_json_replace_exactly_the_classes_it_chose(tmp_path, monkeypatch):

@@ -155,6 +155,18 @@ def down_tiles(inter: int) -> dict:
 # 2622 / 2983 against 2655 / 2652 — on wgmma the narrow class ends at WGMMA_NARROW_TOKENS;
 # 32-token blocks against 64 stay the faster to 1024 (I=512 1124 against 1114 there, I=2048
 # 4074 against 4274).
+# Session 14, tile option ``wg_tail`` (kernels/mma_tiles.block_slots says why): blocks 16
+# slots longer, the tail multiplied only when it holds a pair. H200, hybrid layer, µs, I=512
+# (sweep_h200_s14_tail.json, sweep_h200_s14_bounds_tail.json): 32-token blocks with a tail
+# 896 against 1099 at 1024 tokens, 840 against 854 at 832, 829 against 822 at 768 and 807
+# against 782 at 640 — on wgmma the mid class ends at WGMMA_MID_TOKENS and the "wide" class
+# (32 + 16 slots) begins; 64 + 16 slots 1302 / 2589 against 1580 / 3218 at 2048 / 4096 (three
+# stages with the tail 1704 / 3384), slower than 32 + 16 up to 1280 tokens (1148 against 968
+# at 1152) and faster from 1536 (1172 against 1309) — the wide class ends at WIDE_TOKENS
+# (32 + 32 slots 1128 at 1536: not a class of its own). I=2048: 64 + 16 4968 / 10493 against
+# 5803 / 12476 at 2048 / 4096, 32 + 16 3088 against 3879 at 1024, 2805 against 2857 at 768.
+# The narrow class keeps its 16-token blocks (with a tail 643 / 658 / 689 against 625 / 643 /
+# 704 at 128 / 256 / 384).
 _WGMMA = dict(wgmma=1, mma_kept=1)
 _MID_TILES = dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1,
                   mma=1, mma_kept=1, mma_split=2, all_wgmma=_WGMMA)
@@ -163,8 +175,10 @@ _GROUPED_TILES = {
                   mma_split=2),
     "narrow": dict(_MID_TILES, BM=16),
     "mid": _MID_TILES,
+    # a class of the wgmma bounds only (grouped_class); its tiles off wgmma are the mid class's
+    "wide": dict(_MID_TILES, all_wgmma=dict(_WGMMA, wg_tail=16)),
     "large": dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1,
-                  mma=1, mma_split=2, all_mma=dict(BM=32, mma_kept=1), all_wgmma=dict(_WGMMA, BM=64, wg_stages=3)),
+                  mma=1, mma_split=2, all_mma=dict(BM=32, mma_kept=1), all_wgmma=dict(_WGMMA, BM=64, wg_tail=16)),
 }
 # under the interpreter (CPU tests): small tiles, float32 dots; narrow and mid alike (BM 16)
 _INTERP_MID_TILES = dict(BM=16, BN13=32, BK13=128, BN2=32, BK2=128, warps=4, stages=1)
@@ -172,11 +186,15 @@ _INTERP_TILES = {
     "small": dict(BM=16, BN13=16, BK13=64, BN2=32, BK2=128, warps=4, stages=1),
     "narrow": _INTERP_MID_TILES,
     "mid": _INTERP_MID_TILES,
+    "wide": _INTERP_MID_TILES,
     "large": dict(BM=16, BN13=32, BK13=128, BN2=32, BK2=128, warps=4, stages=1),
 }
 NARROW_TOKENS = 576
-WGMMA_NARROW_TOKENS = 448
 MID_TOKENS = 1024
+# the bounds when every tier of the layer runs on the wgmma kernels (measured: above)
+WGMMA_NARROW_TOKENS = 448
+WGMMA_MID_TOKENS = 768
+WIDE_TOKENS = 1408
 
 
 def grouped_class(m: int, wgmma: bool = False) -> str:
@@ -184,22 +202,28 @@ def grouped_class(m: int, wgmma: bool = False) -> str:
     above they feed tensor cores, with token blocks sized to the routed pairs an expert
     gets on average (GLM-5.2's top-8 of 256: 18 at NARROW_TOKENS, 32 at MID_TOKENS).
     ``wgmma``: every tier of the layer runs on the wgmma kernels, whose 16-token blocks
-    stop paying earlier (WGMMA_NARROW_TOKENS: measured, see _GROUPED_TILES)."""
+    stop paying earlier and whose blocks may have tails (the wide class): the WGMMA_*
+    and WIDE_TOKENS bounds, measured (see _GROUPED_TILES)."""
     if m <= DECODE_TOKENS:
         return "small"
-    narrow = WGMMA_NARROW_TOKENS if wgmma else NARROW_TOKENS
-    return "narrow" if m <= narrow else "mid" if m <= MID_TOKENS else "large"
+    if not wgmma:
+        return "narrow" if m <= NARROW_TOKENS else "mid" if m <= MID_TOKENS else "large"
+    return ("narrow" if m <= WGMMA_NARROW_TOKENS else "mid" if m <= WGMMA_MID_TOKENS
+            else "wide" if m <= WIDE_TOKENS else "large")
 
 
 def class_sizes() -> tuple:
-    """One token count in each grouped class (its first), for planning and warm-up."""
-    return (1, DECODE_TOKENS + 1, NARROW_TOKENS + 1, MID_TOKENS + 1)
+    """The first token count of each grouped class, on either set of bounds, for planning
+    and warm-up."""
+    return (1, DECODE_TOKENS + 1, WGMMA_NARROW_TOKENS + 1, NARROW_TOKENS + 1, WGMMA_MID_TOKENS + 1,
+            MID_TOKENS + 1, WIDE_TOKENS + 1)
 
 
 def class_tiles(interp: bool) -> dict:
     """Each grouped class's tiles as grouped_config gives them (an override included), by
     class name: the base a sweep or a test replaces one class of."""
-    return {grouped_class(m): grouped_config(m, interp) for m in class_sizes()}
+    return {grouped_class(m, wgmma): grouped_config(m, interp, wgmma) for m in class_sizes()
+            for wgmma in (False, True)}
 
 
 def grouped_config(m: int, interp: bool, wgmma: bool = False) -> dict:
@@ -277,11 +301,12 @@ class Workspace:
     def reserve(self, max_tokens: int, topk: int, hidden: int, inter: int, n_local: int,
                 block_sizes=()) -> bool:
         """Grow the scratch to cover these sizes (called while processing weights); whether
-        it grew. ``block_sizes``: token blocks (BM) to plan routing slots for beyond the
-        built-in tiles' (the benchmark's sweep candidates)."""
-        tiles = [grouped_config(m, interpret()) for m in class_sizes()]
-        builtin = [c["BM"] for c in tiles] + [c[k]["BM"] for c in tiles for k in ("all_mma", "all_wgmma")
-                                              if "BM" in c.get(k, {})]
+        it grew. ``block_sizes``: routing slots a block (mma_tiles.block_slots) to plan
+        for beyond the built-in tiles' (the benchmark's sweep candidates)."""
+        tiles = list(class_tiles(interpret()).values())
+        # each class's blocks as every tier layout can take them (its own, all_mma's, all_wgmma's)
+        builtin = [mma_tiles.block_slots(dict(c, **c.get(k, {}))) for c in tiles for k in ("", "all_mma", "all_wgmma")
+                   if not k or k in c]
         need = (max(self.max_tokens, max_tokens), max(self.topk, topk), max(self.hidden, hidden),
                 max(self.inter, inter), max(self.n_local, n_local), max([self.max_block, *builtin, *block_sizes]))
         if need == (self.max_tokens, self.topk, self.hidden, self.inter, self.n_local, self.max_block):
@@ -470,6 +495,11 @@ class TritonTier(TierBackend):
         words = self.table_words
         if self.mma and x_mma is not None and cfg.get("mma" if self.fmt == expert_mlp.FMT_NF3 else "mma_kept"):
             if cfg.get("wgmma") and not self.wgmma:
+                if mma_tiles.wgmma_tail(cfg):
+                    # the routing already laid the blocks out with their tails: the mma.sync
+                    # kernels would leave the tails' pairs out
+                    raise ValueError(f"tile option wg_tail needs the wgmma kernels, which this tier cannot run "
+                                     f"(GPU capability {device_info(t.device).capability}); drop wg_tail")
                 _log_fallback_once(f"tile option wgmma needs an SM 9.x GPU (this tier's: "
                                    f"{device_info(t.device).capability}); its blocks of {cfg['BM']} tokens "
                                    "run on the mma.sync kernels")
@@ -554,10 +584,11 @@ def run_chunk(tiers, maps, x, topk_weights, topk_ids, weights_on_input, *, resul
     ids, tw = _flat_routing(topk_weights, topk_ids)
     cfg = layer_tiles(grouped_config(m, interpret(), all_wgmma(tiers)), tiers)
     pairs = ids.numel()
-    cap, blocks = align.capacity(pairs, ws.n_local, cfg["BM"])
+    slots = mma_tiles.block_slots(cfg)
+    cap, blocks = align.capacity(pairs, ws.n_local, slots)
     if cap > ws.sorted_ids.shape[1] or blocks > ws.block_expert.shape[1]:
         # only a tile override with blocks larger than the workspace planned for gets here
-        raise CapacityError(f"nf3-hybrid: {pairs} routed pairs in blocks of {cfg['BM']} need {cap} slots; "
+        raise CapacityError(f"nf3-hybrid: {pairs} routed pairs in blocks of {slots} slots need {cap} slots; "
                             f"the workspace holds {ws.sorted_ids.shape[1]}")
     t_n = len(tiers)
     sorted_ids = ws.sorted_ids[:t_n, :cap]
@@ -572,7 +603,7 @@ def run_chunk(tiers, maps, x, topk_weights, topk_ids, weights_on_input, *, resul
     if marks is not None:
         marks[0].record()
     align.launch(ids, maps[0], maps[1], sorted_ids, block_expert, ws.cursor[:t_n], ws.starts[:t_n],
-                 ws.ends[:t_n], cfg["BM"])
+                 ws.ends[:t_n], slots)
     if marks is not None:
         marks[1].record()
     if len(tiers) == 2 and ws.side is not None and marks is None:

@@ -201,12 +201,12 @@ def _p_position(col):
 
 
 @gluon.jit
-def _store13(acc_g, acc_u, e, blk, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P, HAS_S2: gl.constexpr,
+def _store13(acc_g, acc_u, e, slot0, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P, HAS_S2: gl.constexpr,
              WEIGHT_ON_INPUT: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, MMA: gl.constexpr):
     """The gate/up kernels' end (mma.sync and wgmma alike): accumulators [BN, BM] of gate
-    and up rows j·BN.. of expert e's block blk → silu(gate)·up, fp16, into the block's
-    slots of the intermediate cache, columns in activation order."""
-    slots = blk * BM + gl.arange(0, BM, layout=gl.SliceLayout(0, MMA))
+    and up rows j·BN.. of expert e's BM slots from ``slot0`` → silu(gate)·up, fp16, into
+    those slots of the intermediate cache, columns in activation order."""
+    slots = slot0 + gl.arange(0, BM, layout=gl.SliceLayout(0, MMA))
     if HAS_S2:
         acc_g = acc_g * gl.load(s2_ptr + e * 2)
         acc_u = acc_u * gl.load(s2_ptr + e * 2 + 1)
@@ -222,12 +222,13 @@ def _store13(acc_g, acc_u, e, blk, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, str
 
 
 @gluon.jit
-def _store2(acc, e, blk, j, s2_ptr, sorted_ptr, tw_ptr, out_ptr, stride_om, P, topk, HAS_S2: gl.constexpr,
+def _store2(acc, e, slot0, j, s2_ptr, sorted_ptr, tw_ptr, out_ptr, stride_om, P, topk, HAS_S2: gl.constexpr,
             WEIGHT_ON_INPUT: gl.constexpr, PAIR_ROWS: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr,
             MMA: gl.constexpr):
-    """The down kernels' end: accumulator [BN, BM] of output rows j·BN.. → each routed
-    pair's fp32 row (PAIR_ROWS) or added atomically into its token's row."""
-    pairs = gl.load(sorted_ptr + blk * BM + gl.arange(0, BM, layout=gl.SliceLayout(0, MMA)))
+    """The down kernels' end: accumulator [BN, BM] of output rows j·BN.. for the BM slots
+    from ``slot0`` → each routed pair's fp32 row (PAIR_ROWS) or added atomically into its
+    token's row."""
+    pairs = gl.load(sorted_ptr + slot0 + gl.arange(0, BM, layout=gl.SliceLayout(0, MMA)))
     valid = pairs < P
     if HAS_S2:
         acc = acc * gl.load(s2_ptr + e)
@@ -291,7 +292,7 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
         gsc = ngs
         uwd = nuw
         usc = nus
-    _store13(acc_g, acc_u, e, blk, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P, HAS_S2, WEIGHT_ON_INPUT,
+    _store13(acc_g, acc_u, e, blk * BM, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P, HAS_S2, WEIGHT_ON_INPUT,
              BM, BN, MMA)
 
 
@@ -330,5 +331,5 @@ def mma2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr
             acc = mma_v2(_a_half(wd, sc, 1, pt0, pt1, pt2, pt3, FMT, BN, A_DOT), hb, acc)
         wd = nwd
         sc = nsc
-    _store2(acc, e, blk, j, s2_ptr, sorted_ptr, tw_ptr, out_ptr, stride_om, P, topk, HAS_S2, WEIGHT_ON_INPUT,
+    _store2(acc, e, blk * BM, j, s2_ptr, sorted_ptr, tw_ptr, out_ptr, stride_om, P, topk, HAS_S2, WEIGHT_ON_INPUT,
             PAIR_ROWS, BM, BN, MMA)

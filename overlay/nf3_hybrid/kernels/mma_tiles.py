@@ -122,6 +122,31 @@ def wgmma_missing() -> str:
     return ""
 
 
+# tile option wg_tail (wgmma only): TAIL more slots a block after its BM, multiplied by
+# TAIL-wide MMAs from the same decoded weights only when they hold a pair (wgmma_gluon)
+WG_TAILS = (0, 16, 32, 64)
+
+
+def wgmma_tail(cfg: dict) -> int:
+    """Tile option ``wg_tail``'s slots (0: off); a clear error for a value the kernels
+    cannot take."""
+    tail = int(cfg.get("wg_tail", 0))
+    if tail and not cfg.get("wgmma"):
+        raise ValueError(f"wg_tail={tail}: a wgmma tile option (set wgmma=1)")
+    if tail not in WG_TAILS:
+        raise ValueError(f"wg_tail={tail}: one of {WG_TAILS}")
+    return tail
+
+
+def block_slots(cfg: dict) -> int:
+    """Routing slots a block of these tiles holds: its BM tokens and the wgmma tail's. Why
+    a tail: each block decodes its expert's weights again, and the routed pairs an expert
+    gets scatter around their mean (GLM-5.2, 2048 tokens: 64 ± 8 of top-8 of 256), so that
+    with 64-slot blocks half the experts need a second block for a few pairs; with a
+    16-slot tail almost none do, and the tail's MMAs run only for the experts above 64."""
+    return int(cfg["BM"]) + wgmma_tail(cfg)
+
+
 def wgmma_tile(cfg: dict, size: int) -> tuple:
     """(BM, warps, BN, stages) of the wgmma kernels for a GEMM of ``size`` output rows;
     a clear error for tiles wgmma cannot take."""
@@ -161,9 +186,12 @@ def _kernel_tiles(cfg: dict, size: int, gemm: str) -> tuple:
         from . import wgmma_gluon
 
         bm, warps, bn, stages = wgmma_tile(cfg, size)
+        tail = wgmma_tail(cfg)
         mma, xl, shl, lw = _wg_layouts(bm, warps)
+        mma_t, xl_t = _wg_layouts(tail, warps)[:2] if tail else (mma, xl)
         kernel = wgmma_gluon.wg13_kernel if gemm == "13" else wgmma_gluon.wg2_kernel
-        return kernel, bn, warps, dict(BM=bm, BN=bn, BK=BK, MMA=mma, LW=lw, XL=xl, SHL=shl, STAGES=stages)
+        return kernel, bn, warps, dict(BM=bm, BN=bn, BK=BK, MMA=mma, LW=lw, XL=xl, SHL=shl, STAGES=stages, TAIL=tail,
+                                       MMA_T=mma_t, XL_T=xl_t)
     from . import mma_gluon
 
     bn, warps, split = _tile(cfg, f"mma_bn{gemm}", size), int(cfg.get("mma_warps", WARPS)), _split(cfg)
@@ -187,41 +215,13 @@ def launch_w13(xp, w13, s13, s13_2, sorted_ids, block_expert, topk_weights, inte
         num_warps=warps)
 
 
-# tile option wg2_rows (wgmma only): the down GEMM's row tiles a program, the block's whole
-# intermediate resident in shared memory (wgmma_gluon.wg2_resident_kernel); its bytes a
-# program at most (of the H200's 227 KB a block: room for the layouts' own scratch)
-WG2_RESIDENT_BYTES = 160 * 1024
-
-
-def wgmma_down_rows(cfg: dict, hidden: int, inter: int, bm: int, bn: int) -> int:
-    """Row tiles a down-GEMM program under tile option ``wg2_rows`` (1: off); a clear
-    error for values the resident kernel cannot take."""
-    rows = int(cfg.get("wg2_rows", 1))
-    if rows == 1:
-        return 1
-    if not cfg.get("wgmma"):
-        raise ValueError("wg2_rows: a wgmma tile option (set wgmma=1)")
-    if rows < 1 or hidden % (bn * rows):
-        raise ValueError(f"wg2_rows={rows}: {rows} row tiles of {bn} must divide the {hidden} output rows")
-    if inter % BK or bm * inter * 2 > WG2_RESIDENT_BYTES:
-        raise ValueError(f"wg2_rows={rows}: a block's intermediate ({bm} x {inter} fp16) must fit in "
-                         f"{WG2_RESIDENT_BYTES // 1024} KB of shared memory")
-    return rows
-
-
 def launch_w2(inter, w2, s2, s2_2, sorted_ids, block_expert, topk_weights, out, num_pairs, topk, inter_size,
               fmt, weight_on_input, cfg, words, pair_rows):
     """``out``: fp32 [pairs, hidden] (``pair_rows``) or [tokens, hidden] added into."""
     hidden = out.shape[1]
     kernel, bn, warps, tiles = _kernel_tiles(cfg, hidden, "2")
-    rows = wgmma_down_rows(cfg, hidden, inter_size, tiles["BM"], bn) if cfg.get("wgmma") else 1
-    if rows > 1:
-        from . import wgmma_gluon
-
-        kernel = wgmma_gluon.wg2_resident_kernel
-        tiles = dict(tiles, STAGES=inter_size // BK, ROWS=rows)
     w = w2.view(torch.int32)
-    kernel[(block_expert.numel(), hidden // (bn * rows))](
+    kernel[(block_expert.numel(), hidden // bn)](
         inter, inter.stride(0), w, s2, s2_2 if s2_2 is not None else s2, sorted_ids, block_expert, topk_weights,
         out, out.stride(0), *words, num_pairs, topk, inter_size, w.stride(0), w.stride(1), s2.stride(0),
         s2.stride(1), FMT=fmt, HAS_S2=s2_2 is not None, WEIGHT_ON_INPUT=weight_on_input, PAIR_ROWS=pair_rows,

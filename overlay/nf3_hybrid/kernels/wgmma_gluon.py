@@ -65,6 +65,16 @@ def _b_issue(bs, ptrs, step, K, BK: gl.constexpr, STAGES: gl.constexpr, XL: gl.c
 
 
 @gluon.jit
+def _b_tail_copy(bs, ptrs, step, K, has_tail, BK: gl.constexpr, STAGES: gl.constexpr, XL: gl.constexpr):
+    """The tail's cp.async of K step ``step``, in the commit group that the block's
+    ``_b_issue`` of the step closes next; no bytes read when the tail is empty (its buffer
+    is then never multiplied)."""
+    kk = gl.arange(0, BK, layout=gl.SliceLayout(0, XL)) + step * BK
+    inside = gl.expand_dims((kk < K) & has_tail, 0)
+    async_copy.async_copy_global_to_shared(bs.index(step % STAGES), ptrs + step * BK, mask=inside)
+
+
+@gluon.jit
 def _b_ready(bs, step, STAGES: gl.constexpr):
     """Step ``step``'s buffer, transposed to [BK, BM], once every thread's copies into it
     have landed and are visible to the async proxy that wgmma reads through. The barrier
@@ -76,15 +86,25 @@ def _b_ready(bs, step, STAGES: gl.constexpr):
     return bs.index(step % STAGES).permute((1, 0))
 
 
+@gluon.jit
+def _has_tail(sorted_ptr, slot0, P, BM: gl.constexpr):
+    """Whether the block's tail (the slots after its BM) holds a pair: an expert's pairs
+    fill its slots in order, so a tail whose first slot is padding is empty."""
+    return gl.load(sorted_ptr + slot0 + BM) < P
+
+
 @gluon.jit(do_not_specialize=["P", "topk", "pt0", "pt1", "pt2", "pt3"])
 def wg13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw_ptr, inter_ptr, stride_im,
                 pt0, pt1, pt2, pt3, P, topk, K, I, stride_we, stride_wn, stride_se, stride_sn,
                 FMT: gl.constexpr, HAS_S2: gl.constexpr, WEIGHT_ON_INPUT: gl.constexpr, BM: gl.constexpr,
                 BN: gl.constexpr, BK: gl.constexpr, MMA: gl.constexpr, LW: gl.constexpr, XL: gl.constexpr,
-                SHL: gl.constexpr, STAGES: gl.constexpr):
-    """Gate and up rows [j·BN, +BN) of one expert block of BM routed pairs; silu(gate)·up
-    into the intermediate cache, columns in activation order (mma_gluon.mma13_kernel's
-    contract). ``x_ptr``: fp16 activations in activation order."""
+                SHL: gl.constexpr, STAGES: gl.constexpr, TAIL: gl.constexpr = 0, MMA_T: gl.constexpr = None,
+                XL_T: gl.constexpr = None):
+    """Gate and up rows [j·BN, +BN) of one expert block of BM routed pairs (and TAIL more,
+    tile option ``wg_tail``: mma_tiles.block_slots); silu(gate)·up into the intermediate
+    cache, columns in activation order (mma_gluon.mma13_kernel's contract). ``x_ptr``: fp16
+    activations in activation order. The tail's TAIL-wide MMAs reuse each decoded weight
+    tile and run only when the tail holds a pair."""
     gl.static_assert(BK == 128, "one 128-wide window a K step")
     gl.static_assert(STAGES >= 2, "a step's copy is issued while the step before is multiplied")
     A_DOT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
@@ -93,11 +113,21 @@ def wg13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw
     e = gl.load(bexp_ptr + blk)
     if e < 0:
         return
-    pairs_x = gl.load(sorted_ptr + blk * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, XL)))
+    slot0 = blk * (BM + TAIL)
+    pairs_x = gl.load(sorted_ptr + slot0 + gl.arange(0, BM, layout=gl.SliceLayout(1, XL)))
     tok_x = gl.where(pairs_x < P, pairs_x // topk, 0).to(gl.int64)
     xp = _b_rows(x_ptr, tok_x, stride_xm, BK, XL)
     bs = gl.allocate_shared_memory(gl.float16, [STAGES, BM, BK], SHL)
+    if TAIL > 0:
+        has_tail = _has_tail(sorted_ptr, slot0, P, BM)
+        pairs_t = gl.load(sorted_ptr + slot0 + BM + gl.arange(0, TAIL, layout=gl.SliceLayout(1, XL_T)))
+        xtp = _b_rows(x_ptr, gl.where(pairs_t < P, pairs_t // topk, 0).to(gl.int64), stride_xm, BK, XL_T)
+        bts = gl.allocate_shared_memory(gl.float16, [STAGES, TAIL, BK], SHL)
+        acc_gt = gl.zeros([BN, TAIL], gl.float32, MMA_T)
+        acc_ut = gl.zeros([BN, TAIL], gl.float32, MMA_T)
     for s in gl.static_range(STAGES - 1):
+        if TAIL > 0:
+            _b_tail_copy(bts, xtp, s, K, has_tail, BK, STAGES, XL_T)
         _b_issue(bs, xp, s, K, BK, STAGES, XL)
     gw, gs = _group_ptrs(w_ptr, s_ptr, e, j * BN, stride_we, stride_wn, stride_se, stride_sn, BN, BK, LW, FMT)
     uw = gw + I * stride_wn
@@ -114,17 +144,30 @@ def wg13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw
         nuw, nus = _load_group(uw, us, kw, ks, FMT)
         a = _a_operand(gwd, gsc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT)
         b = _b_ready(bs, i, STAGES)
+        if TAIL > 0:
+            bt = bts.index(i % STAGES).permute((1, 0))
+            _b_tail_copy(bts, xtp, i + STAGES - 1, K, has_tail, BK, STAGES, XL_T)
         _b_issue(bs, xp, i + STAGES - 1, K, BK, STAGES, XL)
         acc_g = warpgroup_mma(a, b, acc_g)
+        if TAIL > 0:
+            if has_tail:
+                acc_gt = warpgroup_mma(a, bt, acc_gt)
         a = _a_operand(uwd, usc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT)
         acc_u = warpgroup_mma(a, b, acc_u)
+        if TAIL > 0:
+            if has_tail:
+                acc_ut = warpgroup_mma(a, bt, acc_ut)
         gwd = ngw
         gsc = ngs
         uwd = nuw
         usc = nus
     async_copy.wait_group(0)
-    _store13(acc_g, acc_u, e, blk, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P, HAS_S2, WEIGHT_ON_INPUT,
-             BM, BN, MMA)
+    _store13(acc_g, acc_u, e, slot0, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P, HAS_S2,
+             WEIGHT_ON_INPUT, BM, BN, MMA)
+    if TAIL > 0:
+        if has_tail:
+            _store13(acc_gt, acc_ut, e, slot0 + BM, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P, HAS_S2,
+                     WEIGHT_ON_INPUT, TAIL, BN, MMA_T)
 
 
 @gluon.jit(do_not_specialize=["P", "topk", "pt0", "pt1", "pt2", "pt3"])
@@ -132,10 +175,12 @@ def wg2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr,
                pt0, pt1, pt2, pt3, P, topk, K, stride_we, stride_wn, stride_se, stride_sn,
                FMT: gl.constexpr, HAS_S2: gl.constexpr, WEIGHT_ON_INPUT: gl.constexpr, PAIR_ROWS: gl.constexpr,
                BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, MMA: gl.constexpr, LW: gl.constexpr,
-               XL: gl.constexpr, SHL: gl.constexpr, STAGES: gl.constexpr):
-    """Down rows [j·BN, +BN) of one expert block from the intermediate cache (K = the
-    intermediate size, in activation order): each pair's fp32 row stored (PAIR_ROWS) or
-    added atomically into its token's row (mma_gluon.mma2_kernel's contract)."""
+               XL: gl.constexpr, SHL: gl.constexpr, STAGES: gl.constexpr, TAIL: gl.constexpr = 0,
+               MMA_T: gl.constexpr = None, XL_T: gl.constexpr = None):
+    """Down rows [j·BN, +BN) of one expert block (BM slots, and TAIL more as in wg13_kernel)
+    from the intermediate cache (K = the intermediate size, in activation order): each
+    pair's fp32 row stored (PAIR_ROWS) or added atomically into its token's row
+    (mma_gluon.mma2_kernel's contract)."""
     gl.static_assert(BK == 128, "one 128-wide window a K step")
     gl.static_assert(STAGES >= 2, "a step's copy is issued while the step before is multiplied")
     A_DOT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
@@ -144,10 +189,19 @@ def wg2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr,
     e = gl.load(bexp_ptr + blk)
     if e < 0:
         return
-    slots_x = (blk * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, XL))).to(gl.int64)
+    slot0 = blk * (BM + TAIL)
+    slots_x = (slot0 + gl.arange(0, BM, layout=gl.SliceLayout(1, XL))).to(gl.int64)
     hp = _b_rows(inter_ptr, slots_x, stride_im, BK, XL)
     bs = gl.allocate_shared_memory(gl.float16, [STAGES, BM, BK], SHL)
+    if TAIL > 0:
+        has_tail = _has_tail(sorted_ptr, slot0, P, BM)
+        slots_t = (slot0 + BM + gl.arange(0, TAIL, layout=gl.SliceLayout(1, XL_T))).to(gl.int64)
+        htp = _b_rows(inter_ptr, slots_t, stride_im, BK, XL_T)
+        bts = gl.allocate_shared_memory(gl.float16, [STAGES, TAIL, BK], SHL)
+        acc_t = gl.zeros([BN, TAIL], gl.float32, MMA_T)
     for s in gl.static_range(STAGES - 1):
+        if TAIL > 0:
+            _b_tail_copy(bts, htp, s, K, has_tail, BK, STAGES, XL_T)
         _b_issue(bs, hp, s, K, BK, STAGES, XL)
     wp, sp = _group_ptrs(w_ptr, s_ptr, e, j * BN, stride_we, stride_wn, stride_se, stride_sn, BN, BK, LW, FMT)
     acc = gl.zeros([BN, BM], gl.float32, MMA)
@@ -157,55 +211,20 @@ def wg2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr,
         nwd, nsc = _load_group(wp, sp, kw, ks, FMT)
         a = _a_operand(wd, sc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT)
         b = _b_ready(bs, i, STAGES)
+        if TAIL > 0:
+            bt = bts.index(i % STAGES).permute((1, 0))
+            _b_tail_copy(bts, htp, i + STAGES - 1, K, has_tail, BK, STAGES, XL_T)
         _b_issue(bs, hp, i + STAGES - 1, K, BK, STAGES, XL)
         acc = warpgroup_mma(a, b, acc)
+        if TAIL > 0:
+            if has_tail:
+                acc_t = warpgroup_mma(a, bt, acc_t)
         wd = nwd
         sc = nsc
     async_copy.wait_group(0)
-    _store2(acc, e, blk, j, s2_ptr, sorted_ptr, tw_ptr, out_ptr, stride_om, P, topk, HAS_S2, WEIGHT_ON_INPUT,
+    _store2(acc, e, slot0, j, s2_ptr, sorted_ptr, tw_ptr, out_ptr, stride_om, P, topk, HAS_S2, WEIGHT_ON_INPUT,
             PAIR_ROWS, BM, BN, MMA)
-
-
-@gluon.jit(do_not_specialize=["P", "topk", "pt0", "pt1", "pt2", "pt3"])
-def wg2_resident_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw_ptr, out_ptr, stride_om,
-                        pt0, pt1, pt2, pt3, P, topk, K, stride_we, stride_wn, stride_se, stride_sn,
-                        FMT: gl.constexpr, HAS_S2: gl.constexpr, WEIGHT_ON_INPUT: gl.constexpr,
-                        PAIR_ROWS: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr,
-                        MMA: gl.constexpr, LW: gl.constexpr, XL: gl.constexpr, SHL: gl.constexpr,
-                        STAGES: gl.constexpr, ROWS: gl.constexpr):
-    """wg2_kernel's contract for ROWS row tiles [(j·ROWS + r)·BN, +BN) a program, with the
-    block's whole intermediate (STAGES = K / BK steps of [BM, BK]) copied into shared memory
-    once and read by every row tile. Why (ncu, bench/results/ncu_h200_s13_wgmma_m2048.txt.gz):
-    at K = 512 each wg2_kernel program streams its block's 64 KB intermediate from L2 for
-    64 output rows and four K steps, so the NF3 tier's down GEMM took 516 µs against its
-    gate/up GEMM's 676 at 2048 tokens, with half the weights; ROWS tiles a program divide
-    that traffic by ROWS. Same products in the same order: wg2_kernel's bits."""
-    gl.static_assert(BK == 128, "one 128-wide window a K step")
-    A_DOT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
-    blk = gl.program_id(0)
-    j = gl.program_id(1)
-    e = gl.load(bexp_ptr + blk)
-    if e < 0:
-        return
-    slots_x = (blk * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, XL))).to(gl.int64)
-    hp = _b_rows(inter_ptr, slots_x, stride_im, BK, XL)
-    bs = gl.allocate_shared_memory(gl.float16, [STAGES, BM, BK], SHL)
-    for s in gl.static_range(STAGES):
-        _b_issue(bs, hp, s, K, BK, STAGES, XL)
-    async_copy.wait_group(0)
-    fence_async_shared()
-    _cta_barrier()
-    for r in range(ROWS):
-        jr = j * ROWS + r
-        wp, sp = _group_ptrs(w_ptr, s_ptr, e, jr * BN, stride_we, stride_wn, stride_se, stride_sn, BN, BK, LW, FMT)
-        acc = gl.zeros([BN, BM], gl.float32, MMA)
-        wd, sc = _load_group(wp, sp, 0, 0, FMT)
-        for i in range(0, K // BK):
-            kw, ks = _step_offsets(gl.minimum(i * BK + BK, K - BK), FMT)
-            nwd, nsc = _load_group(wp, sp, kw, ks, FMT)
-            a = _a_operand(wd, sc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT)
-            acc = warpgroup_mma(a, bs.index(i).permute((1, 0)), acc)
-            wd = nwd
-            sc = nsc
-        _store2(acc, e, blk, jr, s2_ptr, sorted_ptr, tw_ptr, out_ptr, stride_om, P, topk, HAS_S2, WEIGHT_ON_INPUT,
-                PAIR_ROWS, BM, BN, MMA)
+    if TAIL > 0:
+        if has_tail:
+            _store2(acc_t, e, slot0 + BM, j, s2_ptr, sorted_ptr, tw_ptr, out_ptr, stride_om, P, topk, HAS_S2,
+                    WEIGHT_ON_INPUT, PAIR_ROWS, TAIL, BN, MMA_T)

@@ -1,0 +1,11 @@
+#!/bin/bash
+# Session 14 (2026-12-02), H200: the device calls in order, as run (OUT set by the device tool).
+# 1 (bare host, commit e4273d8): tile option wg2_rows's GPU tests and sweep -> kernels_h200_s14_wg2_rows.txt,
+#   sweep_h200_s14_wg2_rows.json (18 passed; slower: dropped)
+WG_TESTS="resident_down or built_in_tiles" WG_OPTION=wg2_rows bash scripts/gpu_session.sh wgmma s14
+# 2 (bare host): tile option wg_tail's GPU tests and sweep (I=512 and 2048) -> kernels_h200_s14_tail.txt,
+#   sweep_h200_s14_tail.json, sweep_h200_s14_tail_i2048.json (20 passed)
+bash bench/results/s14_runs/run_tail.sh
+# 3 (bare host): the bounds of the tails' classes -> sweep_h200_s14_bounds_tail.json (a first try
+#   exited at once: no PYTHONPATH after its cd /tmp; fixed in the script)
+bash bench/results/s14_runs/run_bounds_tail.sh
