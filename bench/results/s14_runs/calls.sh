@@ -9,3 +9,10 @@ bash bench/results/s14_runs/run_tail.sh
 # 3 (bare host): the bounds of the tails' classes -> sweep_h200_s14_bounds_tail.json (a first try
 #   exited at once: no PYTHONPATH after its cd /tmp; fixed in the script)
 bash bench/results/s14_runs/run_bounds_tail.sh
+# 4 (part1, a fresh host; commit b41b384, the final defaults): every GPU kernel test -> kernels_h200_s14.txt (165 passed)
+bash .gpu-bundle/part1/stage.sh 1 >/tmp/stage1.log 2>&1; bash scripts/gpu_session.sh tests s14
+# 5 (part2): staging only
+bash .gpu-bundle/part2/stage.sh 2 >/tmp/stage2.log 2>&1
+# 6 (part3): the table and vLLM -> bench_moe_h200.json/.png, e2e_h200_tp1_s14.json
+bash .gpu-bundle/part3/stage.sh 3 >/tmp/stage.log 2>&1; source .gpu-bundle/part3/env.sh &&
+  bash scripts/install_overlay.sh --python python3 --no-extras >/tmp/install.log 2>&1 && bash scripts/gpu_session.sh final s14

@@ -27,6 +27,11 @@ mma.sync kernels from 768 tokens (the default on SM 9.x since: backends/triton_t
 ``all_wgmma``). Each MMA is synchronous: asynchronous MMAs overlapping the next step's
 decode were tried in session 13 and gave wrong results, no faster where timed
 (bench/results/s13_runs/wg_async.patch, not on main).
+
+Tile option ``wg_tail`` (session 14; mma_tiles.block_slots says why): a block of BM slots
+and TAIL more, the tail's activations in their own buffers, its TAIL-wide MMAs reusing
+each decoded A tile in a branch taken only when the tail holds a pair — so an expert with
+a few pairs over BM does not decode its weights for a second block.
 """
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
