@@ -184,7 +184,7 @@ def mma(a):
 
 
 def wgmma(cfg, a):
-    """``--mma --cfg wgmma=1,BM=128[,fmt=1,wg_warps=8,wg_stages=3,wg_tail=16]``: the wgmma kernels of
+    """``--mma --cfg wgmma=1,BM=128[,fmt=1,wg_warps=8,wg_stages=3,wg_tail=16,wg_maxnreg=168]``: the wgmma kernels of
     kernels/wgmma_gluon.py as mma_tiles launches them (BM: tokens a block)."""
     from nf3_hybrid.kernels import mma_tiles, wgmma_gluon
 
@@ -192,7 +192,8 @@ def wgmma(cfg, a):
     for kernel, gemm, extra in ((wgmma_gluon.wg13_kernel, "13", {}), (wgmma_gluon.wg2_kernel, "2", dict(PAIR_ROWS=True))):
         _, _, warps, tiles = mma_tiles._kernel_tiles(cfg, size, gemm)
         base = dict(FMT=cfg["fmt"], HAS_S2=cfg["fmt"] == 1, WEIGHT_ON_INPUT=False, **tiles)
-        r = probe(kernel, dict(base, **extra), a.arch, warps, a.dump, x_type="*fp16", gluon=True)
+        r = probe(kernel, dict(base, **extra), a.arch, warps, a.dump, x_type="*fp16", gluon=True,
+                  maxnreg=mma_tiles.launch_options(cfg).get("maxnreg"))
         print(kernel.__name__, r)
 
 

@@ -406,6 +406,12 @@ SWEEP = {
         dict(_WG, BM=64, wg_stages=3, wg_tail=16),
         dict(_WG, BM=64, wg_tail=16),
         dict(_WG, BM=64, wg_stages=3, wg_tail=32),
+        # (on eight warps, two warpgroups sharing the activations: 1479 / 2866 against 1317 /
+        # 2604, sweep_h200_s14_warps_tail.json). Built in session 14, not yet run: the 64 + 16
+        # tiles capped at 168 registers (wg_maxnreg; compile_probe, Triton 3.6: three
+        # programs an SM instead of two, NF3 gate/up 72 bytes spilled and 16 local loads in a
+        # 558-instruction K step, NVFP4 128 bytes and 29)
+        dict(_WG, BM=64, wg_tail=16, wg_maxnreg=168),
         # session 13, dropped: the MMAs asynchronous, overlapping the next step's decode
         # (wg_async, s13_runs/wg_async.patch): wrong results on the H200, and no faster as
         # timed — 1622 / 3270 µs at 2048 / 4096 against 1615 / 3231 (BM=64), BM=128 on

@@ -83,6 +83,23 @@ def test_wgmma_kernels_with_a_tail_compile_with_both_mma_widths(fmt, bm, tail, t
         assert "cp.async.cg.shared.global" in ptx and "ld.local" not in ptx, kernel
 
 
+def test_a_register_cap_compiles_under_it_and_is_refused_where_ptxas_cannot_take_it(tmp_path):
+    """Tile option ``wg_maxnreg``: the kernels compiled for SM90 within the cap (ptxas
+    spills the rest), the launch passes it as ``maxnreg``; values ptxas cannot take, or the
+    cap without the wgmma kernels, are refused with the option named."""
+    assert mma_tiles.launch_options(dict(BM=64, wgmma=1)) == {}
+    assert mma_tiles.launch_options(dict(BM=64, wgmma=1, wg_maxnreg=168)) == {"maxnreg": 168}
+    for cfg, match in ((dict(wgmma=1, wg_maxnreg=100), "wg_maxnreg=100"), (dict(wgmma=1, wg_maxnreg=170), "multiple"),
+                       (dict(wg_maxnreg=168), "wgmma")):
+        with pytest.raises(ValueError, match=match):
+            mma_tiles.launch_options(cfg)
+    if mma_tiles.wgmma_missing():
+        pytest.skip(f"no wgmma kernels in this Triton: {mma_tiles.wgmma_missing()}")
+    compile_probe(tmp_path, "--mma", "--cfg", "wgmma=1,BM=64,fmt=0,wg_tail=16,wg_maxnreg=168")
+    ptx = (tmp_path / "wg13_kernel.ptx").read_text()
+    assert ".maxnreg 168" in ptx
+
+
 def test_a_tail_is_a_wgmma_option_of_the_widths_the_instruction_takes():
     """``wg_tail``'s slots add to the block's in the routing (block_slots); other widths, or
     a tail without the wgmma kernels, are refused with the option named."""

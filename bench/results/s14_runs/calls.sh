@@ -16,3 +16,12 @@ bash .gpu-bundle/part2/stage.sh 2 >/tmp/stage2.log 2>&1
 # 6 (part3): the table and vLLM -> bench_moe_h200.json/.png, e2e_h200_tp1_s14.json
 bash .gpu-bundle/part3/stage.sh 3 >/tmp/stage.log 2>&1; source .gpu-bundle/part3/env.sh &&
   bash scripts/install_overlay.sh --python python3 --no-extras >/tmp/install.log 2>&1 && bash scripts/gpu_session.sh final s14
+# 7 (bare host, after the final run): the tails' blocks on eight warps -> sweep_h200_s14_warps_tail.json
+#   (slower everywhere: kept on four)
+bash bench/results/s14_runs/run_warps_tail.sh
+# 8-10 (a fresh host: part1, part2 staging only, then part3): the benchmark's default set -> bench_moe_h200_full_s14.json
+bash .gpu-bundle/part1/stage.sh 1 >/tmp/stage1.log 2>&1
+bash .gpu-bundle/part2/stage.sh 2 >/tmp/stage2.log 2>&1
+bash .gpu-bundle/part3/stage.sh 3 >/tmp/stage.log 2>&1; source .gpu-bundle/part3/env.sh &&
+  bash scripts/install_overlay.sh --python python3 --no-extras >/tmp/install.log 2>&1 &&
+  timeout 270 python3 -m nf3_hybrid bench --out-dir "$OUT" --tag h200_full_s14

@@ -138,6 +138,26 @@ def wgmma_tail(cfg: dict) -> int:
     return tail
 
 
+# tile option wg_maxnreg (wgmma only): a register cap for the kernels, so that more programs
+# fit on an SM at the cost of spills (compile_probe, Triton 3.6, NF3 gate/up at 64 + 16
+# slots: 230 registers, two programs an SM; capped at 168, three, with 72 bytes spilled
+# and 16 local loads a K step)
+WG_MAXNREG = (128, 255)
+
+
+def launch_options(cfg: dict) -> dict:
+    """The kernels' compile options beyond num_warps that the tiles ask for: ``maxnreg``
+    under tile option ``wg_maxnreg`` (a clear error outside what ptxas takes)."""
+    cap = cfg.get("wg_maxnreg")
+    if not cap:
+        return {}
+    if not cfg.get("wgmma"):
+        raise ValueError(f"wg_maxnreg={cap}: a wgmma tile option (set wgmma=1)")
+    if not WG_MAXNREG[0] <= int(cap) <= WG_MAXNREG[1] or int(cap) % 8:
+        raise ValueError(f"wg_maxnreg={cap}: a multiple of 8 in {WG_MAXNREG[0]}-{WG_MAXNREG[1]}")
+    return dict(maxnreg=int(cap))
+
+
 def block_slots(cfg: dict) -> int:
     """Routing slots a block of these tiles holds: its BM tokens and the wgmma tail's. Why
     a tail: each block decodes its expert's weights again, and the routed pairs an expert
@@ -212,7 +232,7 @@ def launch_w13(xp, w13, s13, s13_2, sorted_ids, block_expert, topk_weights, inte
         xp, xp.stride(0), w, s13, s13_2 if s13_2 is not None else s13, sorted_ids, block_expert, topk_weights,
         inter, inter.stride(0), *words, num_pairs, topk, xp.shape[1], inter_size, w.stride(0), w.stride(1),
         s13.stride(0), s13.stride(1), FMT=fmt, HAS_S2=s13_2 is not None, WEIGHT_ON_INPUT=weight_on_input, **tiles,
-        num_warps=warps)
+        num_warps=warps, **launch_options(cfg))
 
 
 def launch_w2(inter, w2, s2, s2_2, sorted_ids, block_expert, topk_weights, out, num_pairs, topk, inter_size,
@@ -225,4 +245,4 @@ def launch_w2(inter, w2, s2, s2_2, sorted_ids, block_expert, topk_weights, out, 
         inter, inter.stride(0), w, s2, s2_2 if s2_2 is not None else s2, sorted_ids, block_expert, topk_weights,
         out, out.stride(0), *words, num_pairs, topk, inter_size, w.stride(0), w.stride(1), s2.stride(0),
         s2.stride(1), FMT=fmt, HAS_S2=s2_2 is not None, WEIGHT_ON_INPUT=weight_on_input, PAIR_ROWS=pair_rows,
-        **tiles, num_warps=warps)
+        **tiles, num_warps=warps, **launch_options(cfg))
