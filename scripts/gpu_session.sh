@@ -9,7 +9,7 @@
 #     bash scripts/install_overlay.sh --python python3 --no-extras && bash scripts/gpu_session.sh final s12
 #     (with TILES=/tmp/nf3_sweep_TAG.json: the table at the tiles a wgmma call's sweep chose)
 #   wgmma: the GPU tests of the wgmma kernels (tile option wgmma, built in session 12 without
-#     a GPU), then the narrow, mid and large classes swept: their built-in tiles against the wgmma
+#     a GPU), then the narrow, mid, wide and large classes swept: their built-in tiles against the wgmma
 #     candidates (bare host: no vLLM needed): bash scripts/gpu_session.sh wgmma s12
 # Writes under $OUT (the device tool's output folder): kernels_h200_TAG.txt, or
 # bench_moe_h200.json/.png and e2e_h200_tp1_TAG.json, or kernels_h200_TAG_wgmma.txt and
@@ -38,7 +38,7 @@ case $mode in
     PYTHONPATH=$PWD/overlay:$PWD timeout 200 python3 -m pytest -q tests/kernels/test_expert_kernels.py -k "${WG_TESTS:-wgmma}" 2>&1 |
       tail -15 > "$OUT/kernels_h200_${tag}_wgmma.txt"
     tail -3 "$OUT/kernels_h200_${tag}_wgmma.txt"
-    PYTHONPATH=$PWD/overlay timeout 330 python3 -m nf3_hybrid bench --ours-only --sweep --sweep-classes narrow mid large \
+    PYTHONPATH=$PWD/overlay timeout 330 python3 -m nf3_hybrid bench --ours-only --sweep --sweep-classes narrow mid wide large \
       --sweep-only "${WG_OPTION:-wgmma}" --shape glm5.2 --inter 512 --tokens 1024 2048 4096 --out-dir "$OUT" \
       --tag "h200_${tag}_wgmma" 2>&1 |
       grep -v Warning | tail -30
