@@ -244,7 +244,8 @@ def test_which_tiers_take_the_wgmma_variant(monkeypatch):
 
 def test_wgmma_asked_where_it_cannot_run_takes_the_mma_kernels_and_says_so_once(monkeypatch, caplog):
     """A tile override with ``wgmma`` on a GPU without warpgroup MMA: the tier's GEMMs run on
-    the mma.sync kernels with the same token blocks, one warning names why."""
+    the mma.sync kernels with the same token blocks (without the wgmma register cap), one
+    warning names why."""
     nf3 = make_tier("nf3", 2, 256, 128, [0, 1])
     monkeypatch.setattr(mma_tiles, "gluon_missing", lambda: "")
     monkeypatch.setattr(triton_tiers, "_MMA_FALLBACK_LOGGED", set())
@@ -256,31 +257,41 @@ def test_wgmma_asked_where_it_cannot_run_takes_the_mma_kernels_and_says_so_once(
     launched = []
     monkeypatch.setattr(mma_tiles, "launch_w13", lambda *a: launched.append(("w13", dict(a[-2]))))
     monkeypatch.setattr(mma_tiles, "launch_w2", lambda *a: launched.append(("w2", dict(a[-3]))))
-    cfg = dict(BM=64, mma=1, mma_kept=1, wgmma=1)
+    cfg = dict(BM=64, mma=1, mma_kept=1, wgmma=1, wg_maxnreg=168)
     x = torch.zeros(4, 256)
     with caplog.at_level(logging.WARNING, logger=triton_tiers.__name__):
         for _ in range(2):
             tier.gemms(x, None, ws.sorted_ids[0, :64], None, None, 8, 2, False, cfg, True, x_mma=x)
     assert [name for name, _ in launched] == ["w13", "w2"] * 2
     assert all("wgmma" not in c and c["BM"] == 64 for _, c in launched)
+    assert all("wg_maxnreg" not in c for _, c in launched)  # a cap for the wgmma kernels only
     lines = [r.getMessage() for r in caplog.records if "wgmma" in r.getMessage()]
     assert len(lines) == 1 and "SM 9.x" in lines[0] and "(12, 0)" in lines[0]
 
 
 def test_a_tail_asked_where_wgmma_cannot_run_is_a_clear_error(monkeypatch):
-    """The routing laid the blocks out with their tails already: the mma.sync kernels would
-    leave the tails' pairs out, so this fallback refuses, naming the option."""
-    nf3 = make_tier("nf3", 2, 256, 128, [0, 1])
+    """The routing would lay the blocks out with their tails, which only the wgmma kernels
+    read: the mma.sync kernels and the Triton tiles would leave the tails' pairs out, so a
+    layer whose tiers cannot all run wgmma refuses the option, naming it, before any launch."""
+    nf3 = make_tier("nf3", 2, 256, 128, [0, 1, -1, -1])
+    mxfp4 = make_tier("mxfp4_e8m0k32", 2, 256, 128, [-1, -1, 0, 1])
     monkeypatch.setattr(mma_tiles, "gluon_missing", lambda: "")
+    monkeypatch.setattr(mma_tiles, "wgmma_missing", lambda: "")
     ws = triton_tiers.Workspace(torch.device("cpu"))
     ws.reserve(64, 2, 256, 128, 2)
-    _fake_cuda(monkeypatch, (12, 0))
-    tier = triton_tiers.TritonTier(nf3, ws)
-    monkeypatch.setattr(mma_tiles, "launch_w13", lambda *a: pytest.fail("launched"))
-    x = torch.zeros(4, 256)
-    with pytest.raises(ValueError, match="wg_tail"):
-        tier.gemms(x, None, ws.sorted_ids[0, :80], None, None, 8, 2, False,
-                   dict(BM=64, mma=1, mma_kept=1, wgmma=1, wg_tail=16), True, x_mma=x)
+    m = triton_tiers.DECODE_TOKENS + 1
+    cls = triton_tiers.grouped_class(m)
+    tiles = dict(BM=16, mma=1, mma_kept=1, wgmma=1, wg_tail=16)
+    monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", {cls: tiles})
+    monkeypatch.setattr(triton_tiers.align, "launch", lambda *a: pytest.fail("routed"))
+    x, w, ids = torch.zeros(m, 256), torch.full((m, 2), 0.5), torch.zeros(m, 2, dtype=torch.int32)
+    for cap, layer in (((12, 0), [nf3]), ((9, 0), [nf3, mxfp4])):  # no wgmma; one tier on the Triton tiles
+        _fake_cuda(monkeypatch, cap)
+        tiers = [triton_tiers.TritonTier(t, ws) for t in layer]
+        assert not triton_tiers.all_wgmma(tiers)
+        with pytest.raises(ValueError, match="wg_tail"):
+            triton_tiers.run_chunk(tiers, triton_tiers.stacked_maps(tiers), x, w, ids, False,
+                                   result=torch.zeros(m, 256))
 
 
 def test_a_triton_without_gluon_falls_back_and_says_so_once(monkeypatch, caplog):

@@ -14,8 +14,8 @@ import torch
 from .base import TierBackend
 from .base import MXFP4, NVFP4
 from ..kernels import interpret
-from .triton_tiers import (GEMV_TOKENS, TritonTier, check_capacity, class_sizes, run_chunk, run_decode,
-                           stacked_maps)
+from .triton_tiers import (GEMV_TOKENS, TritonTier, all_wgmma, check_capacity, class_sizes, run_chunk,
+                           run_decode, stacked_maps)
 
 _compiled = set()
 
@@ -45,7 +45,8 @@ class LayerExecutor:
             return
         _compiled.add(key)
         dev = t.ws.device
-        sizes = sorted({1, GEMV_TOKENS + 1, *(c for c in class_sizes() if c > GEMV_TOKENS)})
+        firsts = class_sizes(all_wgmma(self.triton))  # the bounds this layer's tiers run on
+        sizes = sorted({1, GEMV_TOKENS + 1, *(c for c in firsts if c > GEMV_TOKENS)})
         for m in sizes:
             if m > t.ws.max_tokens:
                 break

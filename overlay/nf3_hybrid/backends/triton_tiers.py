@@ -212,18 +212,20 @@ def grouped_class(m: int, wgmma: bool = False) -> str:
             else "wide" if m <= WIDE_TOKENS else "large")
 
 
-def class_sizes() -> tuple:
-    """The first token count of each grouped class, on either set of bounds, for planning
-    and warm-up."""
-    return (1, DECODE_TOKENS + 1, WGMMA_NARROW_TOKENS + 1, NARROW_TOKENS + 1, WGMMA_MID_TOKENS + 1,
-            MID_TOKENS + 1, WIDE_TOKENS + 1)
+def class_sizes(wgmma: bool = False) -> tuple:
+    """The first token count of each grouped class on one set of bounds (grouped_class's
+    ``wgmma``), for warm-up."""
+    if wgmma:
+        return (1, DECODE_TOKENS + 1, WGMMA_NARROW_TOKENS + 1, WGMMA_MID_TOKENS + 1, WIDE_TOKENS + 1)
+    return (1, DECODE_TOKENS + 1, NARROW_TOKENS + 1, MID_TOKENS + 1)
 
 
 def class_tiles(interp: bool) -> dict:
     """Each grouped class's tiles as grouped_config gives them (an override included), by
-    class name: the base a sweep or a test replaces one class of."""
-    return {grouped_class(m, wgmma): grouped_config(m, interp, wgmma) for m in class_sizes()
-            for wgmma in (False, True)}
+    class name, on either set of bounds: the base a sweep or a test replaces one class of,
+    and what the workspace plans routing slots for."""
+    return {grouped_class(m, wgmma): grouped_config(m, interp, wgmma) for wgmma in (False, True)
+            for m in class_sizes(wgmma)}
 
 
 def grouped_config(m: int, interp: bool, wgmma: bool = False) -> dict:
@@ -303,10 +305,9 @@ class Workspace:
         """Grow the scratch to cover these sizes (called while processing weights); whether
         it grew. ``block_sizes``: routing slots a block (mma_tiles.block_slots) to plan
         for beyond the built-in tiles' (the benchmark's sweep candidates)."""
-        tiles = list(class_tiles(interpret()).values())
-        # each class's blocks as every tier layout can take them (its own, all_mma's, all_wgmma's)
-        builtin = [mma_tiles.block_slots(dict(c, **c.get(k, {}))) for c in tiles for k in ("", "all_mma", "all_wgmma")
-                   if not k or k in c]
+        # each class's blocks as layer_tiles may give them: its own, all_mma's, all_wgmma's
+        builtin = [mma_tiles.block_slots(t) for c in class_tiles(interpret()).values()
+                   for t in (c, *(dict(c, **c[k]) for k in ("all_mma", "all_wgmma") if k in c))]
         need = (max(self.max_tokens, max_tokens), max(self.topk, topk), max(self.hidden, hidden),
                 max(self.inter, inter), max(self.n_local, n_local), max([self.max_block, *builtin, *block_sizes]))
         if need == (self.max_tokens, self.topk, self.hidden, self.inter, self.n_local, self.max_block):
@@ -495,15 +496,11 @@ class TritonTier(TierBackend):
         words = self.table_words
         if self.mma and x_mma is not None and cfg.get("mma" if self.fmt == expert_mlp.FMT_NF3 else "mma_kept"):
             if cfg.get("wgmma") and not self.wgmma:
-                if mma_tiles.wgmma_tail(cfg):
-                    # the routing already laid the blocks out with their tails: the mma.sync
-                    # kernels would leave the tails' pairs out
-                    raise ValueError(f"tile option wg_tail needs the wgmma kernels, which this tier cannot run "
-                                     f"(GPU capability {device_info(t.device).capability}); drop wg_tail")
                 _log_fallback_once(f"tile option wgmma needs an SM 9.x GPU (this tier's: "
                                    f"{device_info(t.device).capability}); its blocks of {cfg['BM']} tokens "
                                    "run on the mma.sync kernels")
-                cfg = {k: v for k, v in cfg.items() if k != "wgmma"}
+                # the wgmma kernels' register cap does not carry over to the mma.sync ones
+                cfg = {k: v for k, v in cfg.items() if k not in ("wgmma", "wg_maxnreg")}
             mma_tiles.launch_w13(x_mma, t.w13, self.w13_scale, t.w13_scale_2, sorted_ids, block_expert, tw, inter,
                                  num_pairs, topk, t.inter, self.fmt, on_input, cfg, self.mma_words)
             mma_tiles.launch_w2(inter, t.w2, self.w2_scale, t.w2_scale_2, sorted_ids, block_expert, tw, out,
@@ -583,6 +580,11 @@ def run_chunk(tiers, maps, x, topk_weights, topk_ids, weights_on_input, *, resul
     m, topk = topk_ids.shape
     ids, tw = _flat_routing(topk_weights, topk_ids)
     cfg = layer_tiles(grouped_config(m, interpret(), all_wgmma(tiers)), tiers)
+    if mma_tiles.wgmma_tail(cfg) and not all_wgmma(tiers):
+        # the routing below would lay the blocks out with their tails, which only the wgmma
+        # kernels read: the mma.sync kernels and the Triton tiles would leave those pairs out
+        raise ValueError("tile option wg_tail needs every tier on the wgmma kernels; this layer's cannot all run "
+                         f"them (GPU capability {device_info(tiers[0].tier.device).capability}); drop wg_tail")
     pairs = ids.numel()
     slots = mma_tiles.block_slots(cfg)
     cap, blocks = align.capacity(pairs, ws.n_local, slots)
