@@ -328,6 +328,11 @@ SWEEP = {
         # with 17-32 pairs takes one block, its tail multiplied only then (compile_probe,
         # Triton 3.6: gate/up 128 registers, 492 NF3 loop instructions a K step against 437)
         dict(_WG, BM=16, wg_tail=16),
+        # session 15, dropped (the record of all three classes in docs/measurements.md):
+        # each step's first MMA in flight while its second weight tile is decoded (wg_async,
+        # s15_runs/wg_async.patch; the same bits) 625 / 642 / 703 against 632 / 650 / 711 µs;
+        # the weight tiles through shared memory, every MMA asynchronous (wg_ashared,
+        # s15_runs/wg_ashared.patch; the same bits) 919 / 935 / 1028 against 619 / 636 / 700
     ],
     "mid": [
         dict(BM=32, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
@@ -350,6 +355,13 @@ SWEEP = {
         # 768 / 1024 against 818 / 1108. Session 14: a 16-slot tail (wg_tail, see "large")
         # 829 / 897 against 822 / 1099 at 768 / 1024: from 769 tokens the wide class
         dict(_WG, BM=32, wg_tail=16),
+        # session 15: capped at 128 registers (wg_maxnreg; compile_probe, Triton 3.6: NF3
+        # gate/up 146 -> 128 registers without a spill, NVFP4 163 -> 128 with 64 bytes of
+        # stack): four programs an SM instead of three, and slower — 817 / 843 against 791 /
+        # 819 µs at 640 / 768 (sweep_h200_s15_maxnreg.json). Dropped: wg_async 789 / 828
+        # against 785 / 829, wg_ashared 1071 / 1131 (one buffer) and 1269 / 1330 (two)
+        # against 780 / 821 (see "narrow")
+        dict(_WG, BM=32, wg_maxnreg=128),
     ],
     # session 14: the mid class's blocks with a 16-slot tail, on wgmma only (triton_tiers:
     # WGMMA_MID_TOKENS to WIDE_TOKENS; compile_probe, Triton 3.6: gate/up 167 registers
@@ -358,6 +370,12 @@ SWEEP = {
         dict(_WG, BM=32, wg_tail=16),
         dict(_WG, BM=32, wg_tail=32),
         dict(_WG, BM=64, wg_tail=16),
+        # session 15: capped at 128 registers (wg_maxnreg; compile_probe, Triton 3.6: NF3
+        # gate/up 167 -> 128 registers with 80 bytes of stack and 18 local loads in a
+        # 550-instruction K step, NVFP4 128 bytes): four programs an SM instead of three,
+        # and slower — 1023 / 1151 against 910 / 1020 µs at 1024 / 1280. Dropped: wg_async
+        # 961 / 1080 against 902 / 1014, wg_ashared 1405 / 1588 against 899 / 1015
+        dict(_WG, BM=32, wg_tail=16, wg_maxnreg=128),
     ],
     "large": [
         dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
@@ -410,10 +428,15 @@ SWEEP = {
         # 2604, sweep_h200_s14_warps_tail.json). Built in session 14, not yet run: the 64 + 16
         # tiles capped at 168 registers (wg_maxnreg; compile_probe, Triton 3.6: three
         # programs an SM instead of two, NF3 gate/up 72 bytes spilled and 16 local loads in a
-        # 558-instruction K step, NVFP4 128 bytes and 29)
+        # 558-instruction K step, NVFP4 128 bytes and 29). Run in session 15: slower —
+        # 1479 / 2897 against 1310 / 2604 µs at 2048 / 4096 (I=2048 4966 / 10687 against
+        # 4711 / 9809; sweep_h200_s15_maxnreg*.json): more programs an SM do not help, the
+        # L1 data pipe is what they share (docs/measurements.md, session 15). Dropped in
+        # session 15: wg_async 1335 / 2630 against 1313 / 2601, wg_ashared 1810 / 3566 (one
+        # buffer) and 1859 / 3694 (two) against 1300 / 2590 (see "narrow")
         dict(_WG, BM=64, wg_tail=16, wg_maxnreg=168),
         # session 13, dropped: the MMAs asynchronous, overlapping the next step's decode
-        # (wg_async, s13_runs/wg_async.patch): wrong results on the H200, and no faster as
+        # (its wg_async, s13_runs/wg_async.patch): wrong results on the H200, and no faster as
         # timed — 1622 / 3270 µs at 2048 / 4096 against 1615 / 3231 (BM=64), BM=128 on
         # eight warps 2382 / 4751 (sweep_h200_s13_async_wgmma.json)
         # session 7, dropped: the MMAs as Ampere-style mma.sync instead of warpgroup MMAs

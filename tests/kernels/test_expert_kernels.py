@@ -573,6 +573,35 @@ def test_wgmma_blocks_with_a_tail_match_the_blocks_without_and_the_reference(mon
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("cls,m,bm,tail,cap", [("mid", 700, 32, 0, 128), ("wide", 1000, 32, 16, 128),
+                                              ("large", 1500, 64, 16, 168)])
+@pytest.mark.parametrize("on_input", [False, True])
+def test_wgmma_tiles_under_a_register_cap_give_the_uncapped_bits(monkeypatch, cls, m, bm, tail, cap, on_input):
+    """Tile option ``wg_maxnreg``: the same kernels compiled under a register cap (ptxas
+    spills what does not fit to local memory) run the same arithmetic, so they must give
+    the uncapped tiles' bits, and the reference's result; outputs poisoned before each run."""
+    if DEV != "cuda" or torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("warpgroup MMA: SM 9.x only")
+    from nf3_hybrid.backends import triton_tiers
+
+    ref, tri, ws, classes = _grouped_only(monkeypatch, cls, (m,), n_kept=24, seed=61, wgmma=True)
+    ws.reserve(2048, 8, 1024, 512, 64, block_sizes=[bm + tail])
+    w, ids = routing(m, 64, 8, seed=m + 23, device=DEV)
+    x = (torch.randn(m, 1024, device=DEV) * 2).to(torch.bfloat16)
+    got = {}
+    for c in (None, cap):
+        tiles = dict(triton_tiers.layer_tiles(dict(classes[cls]), tri.triton), BM=bm, wg_tail=tail)
+        if c:
+            tiles["wg_maxnreg"] = c
+        monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", {**classes, cls: tiles})
+        poison(ws)
+        got[c] = tri.forward(x, w, ids, weights_on_input=on_input)
+    assert torch.isfinite(got[cap]).all()
+    assert torch.equal(got[cap], got[None]), rel(got[cap], got[None])
+    assert rel(got[cap], ref.forward(x, w, ids, weights_on_input=on_input)) < TOL
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("m", [65, 448, 449, 768, 769, 1408, 1409, 2500])
 def test_the_built_in_tiles_on_an_sm90_gpu_run_on_wgmma_and_match_the_reference(monkeypatch, m):
     """No override: on SM 9.x every tier takes the wgmma kernels with the classes'

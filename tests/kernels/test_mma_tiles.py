@@ -50,6 +50,17 @@ def test_kernels_compile_for_sm90_with_register_only_operands(fmt, split, tmp_pa
     for kernel in ("mma13_kernel", "mma2_kernel"):
         ptx = (tmp_path / f"{kernel}.ptx").read_text()
         assert "mma.sync.aligned.m16n8k16" in ptx and "cvt.rn.f16x2.e4m3x2" in ptx, kernel
+        assert_nvfp4_vector_loads(ptx, fmt, kernel)
+
+
+def assert_nvfp4_vector_loads(ptx, fmt, kernel):
+    """NVFP4 (fmt 1): each lane's two scale bytes by one 2-byte load and its four code
+    words by one 16-byte load (mma_gluon._load_group says why). The NF3 kernels load no
+    2-byte value; their only 16-byte loads are the mma.sync kernels' activations, so the
+    wgmma kernels' (activations by cp.async) tell the words' loads apart."""
+    assert ("ld.global.b16" in ptx) == bool(fmt), (kernel, fmt)
+    if kernel.startswith("wg"):
+        assert ("ld.global.v4.b32" in ptx) == bool(fmt), (kernel, fmt)
 
 
 @pytest.mark.parametrize("fmt,bm,warps", [(0, 32, 4), (0, 64, 4), (1, 64, 4), (0, 128, 8), (1, 128, 8)])
@@ -66,6 +77,7 @@ def test_wgmma_kernels_compile_for_sm90_with_register_only_operands(fmt, bm, war
         assert f"wgmma.mma_async.sync.aligned.m64n{bm}k16.f32.f16.f16" in ptx, kernel
         assert "cp.async.cg.shared.global" in ptx and "cvt.rn.f16x2.e4m3x2" in ptx, kernel
         assert "mma.sync" not in ptx and "ld.local" not in ptx, kernel
+        assert_nvfp4_vector_loads(ptx, fmt, kernel)
 
 
 @pytest.mark.parametrize("fmt,bm,tail", [(0, 32, 16), (1, 64, 16)])

@@ -8,7 +8,8 @@ Layouts (num_warps W, a row tile of BN weight rows, K steps of BK = 128·NW):
   warp holds rows g and g + 8 of each 16-row tile; here it also owns NF3 group t of each
   128-wide K window of those two rows (``LW``: words [BN, NW, 4] with lanes along the
   group) — 32 weights: an NF3 group (three words in nibble layout, one scale) or two
-  NVFP4 scale groups (four e2m1 words, two scales) — and the activations are permuted
+  NVFP4 scale groups (four e2m1 words, two scales: one 16-byte and one 2-byte load, through
+  ``vector_layout``'s trailing dimension in registers) — and the activations are permuted
   (mma_tiles.activation_order) so that the 32 values the lane decodes from its words are
   exactly its 32 A-fragment values in that window. The join / permute / reshape below only rename registers:
   ``convert_layout(..., assert_trivial=True)`` makes the compiler prove it.
@@ -55,13 +56,54 @@ def layouts(BN: int, BK: int, W: int, split: int = 1):
         reg.append([r, 0, 0])
         r *= 2
     warps = [[16 << i, 0, 0] for i in range(W.bit_length() - 1)]
-    lw = gl.DistributedLinearLayout(reg_bases=reg, lane_bases=[[0, 0, 1], [0, 0, 2], [1, 0, 0], [2, 0, 0], [4, 0, 0]],
-                                    warp_bases=warps, block_bases=[], shape=[BN, nw, 4])
+    lanes = [[0, 0, 1], [0, 0, 2], [1, 0, 0], [2, 0, 0], [4, 0, 0]]
+    lw = gl.DistributedLinearLayout(reg_bases=reg, lane_bases=lanes, warp_bases=warps, block_bases=[], shape=[BN, nw, 4])
     if split == 1:
         xl = gl.BlockedLayout(size_per_thread=[8, 1], threads_per_warp=[16, 2], warps_per_cta=[1, W], order=[0, 1])
     else:
         xl = gl.BlockedLayout(size_per_thread=[8, 1], threads_per_warp=[8, 4], warps_per_cta=[1, W], order=[0, 1])
     return mma, lw, xl
+
+
+@gluon.constexpr_function
+def vector_layout(lw, n):
+    """LW with a trailing dimension of ``n`` consecutive words (or bytes) in each lane's
+    registers: what one vector load of a lane's NVFP4 unit (four words, two scale bytes)
+    fills."""
+    n = int(n)
+    ext = [[0, 0, 0, 1 << i] for i in range(n.bit_length() - 1)]
+    return gl.DistributedLinearLayout(reg_bases=ext + [list(b) + [0] for b in lw.reg_bases],
+                                      lane_bases=[list(b) + [0] for b in lw.lane_bases],
+                                      warp_bases=[list(b) + [0] for b in lw.warp_bases], block_bases=[],
+                                      shape=list(lw.shape) + [n])
+
+
+@gluon.constexpr_function
+def unit_layout(vec):
+    """``vector_layout``'s LW back: the layout of one word (or byte) of each lane's vector."""
+    return gl.DistributedLinearLayout(reg_bases=[list(b[:3]) for b in vec.reg_bases if not b[3]],
+                                      lane_bases=[list(b[:3]) for b in vec.lane_bases],
+                                      warp_bases=[list(b[:3]) for b in vec.warp_bases], block_bases=[],
+                                      shape=list(vec.shape[:3]))
+
+
+@gluon.jit
+def _unit(x, LW: gl.constexpr):
+    """A word (or byte) split off a lane's vector, in LW (the split only renames registers)."""
+    return gl.convert_layout(x, LW, assert_trivial=True)
+
+
+@gluon.jit
+def _index4(n: gl.constexpr, layout: gl.constexpr):
+    """arange(n) along the last dimension of a rank-4 tensor of ``layout``."""
+    v = gl.arange(0, n, layout=gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(2, layout))))
+    return gl.expand_dims(gl.expand_dims(gl.expand_dims(v, 0), 1), 2)
+
+
+@gluon.jit
+def _index3_of4(n: gl.constexpr, dim: gl.constexpr, layout: gl.constexpr):
+    """_index3 of the first three dimensions of a rank-4 layout (size 1 along the last)."""
+    return gl.expand_dims(_index3(n, dim, gl.SliceLayout(3, layout)), 3)
 
 
 @gluon.jit
@@ -158,8 +200,19 @@ def _load_group(wp, sp, kw, ks, FMT: gl.constexpr):
         ws = (gl.load(wp + kw), gl.load(wp + kw + 1), gl.load(wp + kw + 2))
         sc = (gl.load(sp + ks),)
     else:
-        ws = (gl.load(wp + kw), gl.load(wp + kw + 1), gl.load(wp + kw + 2), gl.load(wp + kw + 3))
-        sc = (gl.load(sp + ks), gl.load(sp + ks + 1))
+        # one 16-byte load of the lane's four words and one 2-byte load of its two scales
+        # (_group_ptrs: a trailing dimension of consecutive words / bytes in registers):
+        # four 4-byte loads each touched the 8 rows a warp's lanes span, one cache line
+        # each — the L1 data pipe, not the tensor cores or the integer pipe, was the most
+        # used unit of these kernels (ncu, session 13: 72-75 % of its wavefronts)
+        LW: gl.constexpr = unit_layout(wp.type.layout)
+        w4 = gl.reshape(gl.load(wp + kw), [wp.shape[0], wp.shape[1], 4, 2, 2])
+        lo, hi = gl.split(w4)  # words 0, 2 and 1, 3
+        w0, w2 = gl.split(lo)
+        w1, w3 = gl.split(hi)
+        s0, s1 = gl.split(gl.load(sp + ks))
+        ws = (_unit(w0, LW), _unit(w1, LW), _unit(w2, LW), _unit(w3, LW))
+        sc = (_unit(s0, LW), _unit(s1, LW))
     return ws, sc
 
 
@@ -169,7 +222,9 @@ def _step_offsets(k, FMT: gl.constexpr):
     if FMT == 0:
         r = (k // 32 * 3, k // 32)
     else:
-        r = (k // 8, k // 16)
+        # k is a whole number of 128-wide windows: written so the compiler sees the
+        # offsets' alignment (16 words, 8 bytes) that the vector loads need
+        r = (k // 128 * 16, k // 128 * 8)
     return r
 
 
@@ -177,14 +232,22 @@ def _step_offsets(k, FMT: gl.constexpr):
 def _group_ptrs(w_ptr, s_ptr, e, row0, stride_we, stride_wn, stride_se, stride_sn, BN: gl.constexpr,
                 BK: gl.constexpr, LW: gl.constexpr, FMT: gl.constexpr):
     """Word and scale pointers of each lane's 32 weights in the first K step (rows row0..)."""
-    rows = (_index3(BN, 0, LW) + row0).to(gl.int64)
-    grp = _index3(BK // 128, 1, LW) * 4 + _index3(4, 2, LW)
     if FMT == 0:
+        rows = (_index3(BN, 0, LW) + row0).to(gl.int64)
+        grp = _index3(BK // 128, 1, LW) * 4 + _index3(4, 2, LW)
         wp = w_ptr + e.to(gl.int64) * stride_we + rows * stride_wn + grp * 3
         sp = s_ptr + e.to(gl.int64) * stride_se + rows * stride_sn + grp
     else:
-        wp = w_ptr + e.to(gl.int64) * stride_we + rows * stride_wn + grp * 4
-        sp = s_ptr + e.to(gl.int64) * stride_se + rows * stride_sn + grp * 2
+        # [BN, NW, 4, 4] word and [BN, NW, 4, 2] scale pointers, the last dimension in
+        # each lane's registers (vector_layout)
+        LW4: gl.constexpr = vector_layout(LW, 4)
+        LS2: gl.constexpr = vector_layout(LW, 2)
+        rows = (_index3_of4(BN, 0, LW4) + row0).to(gl.int64)
+        grp = _index3_of4(BK // 128, 1, LW4) * 4 + _index3_of4(4, 2, LW4)
+        wp = w_ptr + e.to(gl.int64) * stride_we + rows * stride_wn + grp * 4 + _index4(4, LW4)
+        rows2 = (_index3_of4(BN, 0, LS2) + row0).to(gl.int64)
+        grp2 = _index3_of4(BK // 128, 1, LS2) * 4 + _index3_of4(4, 2, LS2)
+        sp = s_ptr + e.to(gl.int64) * stride_se + rows2 * stride_sn + grp2 * 2 + _index4(2, LS2)
     return wp, sp
 
 

@@ -141,7 +141,9 @@ def wgmma_tail(cfg: dict) -> int:
 # tile option wg_maxnreg (wgmma only): a register cap for the kernels, so that more programs
 # fit on an SM at the cost of spills (compile_probe, Triton 3.6, NF3 gate/up at 64 + 16
 # slots: 230 registers, two programs an SM; capped at 168, three, with 72 bytes spilled
-# and 16 local loads a K step)
+# and 16 local loads a K step). On the H200 (session 15) the same bits and 3-17 % slower in
+# every class it was tried on — more programs an SM do not help these kernels — so off by
+# default, a sweep candidate for other GPUs and Triton versions
 WG_MAXNREG = (128, 255)
 
 

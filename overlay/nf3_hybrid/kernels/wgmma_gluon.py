@@ -26,7 +26,16 @@ first run on the H200 in session 13, correct as written and 21-34 % faster than 
 mma.sync kernels from 768 tokens (the default on SM 9.x since: backends/triton_tiers.py,
 ``all_wgmma``). Each MMA is synchronous: asynchronous MMAs overlapping the next step's
 decode were tried in session 13 and gave wrong results, no faster where timed
-(bench/results/s13_runs/wg_async.patch, not on main).
+(bench/results/s13_runs/wg_async.patch, not on main). Session 15 built two correct forms
+(the synchronous kernels' bits in every GPU test) and dropped both: each step's first MMA
+in flight while its second A tile is decoded, every A operand defined and waited for in one
+iteration (s15_runs/wg_async.patch: 1-6 % slower from 768 tokens, 1 % faster below), and
+the A tile through shared memory with every MMA asynchronous (s15_runs/wg_ashared.patch:
+30-60 % slower — wgmma then reads both operands from shared memory, at 16-80 tokens a
+block). With register caps that fit more programs an SM also slower (tile option
+``wg_maxnreg``), what bounds these kernels is neither the MMA's latency nor occupancy but
+the L1 data pipe the weight loads go through (ncu: 72-75 % of its wavefronts;
+mma_gluon._load_group).
 
 Tile option ``wg_tail`` (session 14; mma_tiles.block_slots says why): a block of BM slots
 and TAIL more, the tail's activations in their own buffers, its TAIL-wide MMAs reusing
