@@ -537,6 +537,16 @@ def test_wgmma_tiles_match_the_mma_tiles_and_the_reference(monkeypatch, cls, m, 
     assert torch.equal(tri.forward(x, w, ids, weights_on_input=on_input), got[1])  # reproducible
 
 
+def _wgmma_blocks(monkeypatch, cls, m, slots, seed, routing_seed):
+    """``_grouped_only``'s layer on the wgmma kernels, its workspace planned for blocks of
+    ``slots`` routing slots, and m tokens' activations and routing."""
+    ref, tri, ws, classes = _grouped_only(monkeypatch, cls, (m,), n_kept=24, seed=seed, wgmma=True)
+    ws.reserve(2048, 8, 1024, 512, 64, block_sizes=[slots])
+    w, ids = routing(m, 64, 8, seed=routing_seed, device=DEV)
+    x = (torch.randn(m, 1024, device=DEV) * 2).to(torch.bfloat16)
+    return ref, tri, ws, classes, x, w, ids
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("cls,m,bm", [("narrow", 300, 16), ("mid", 700, 32), ("large", 1500, 64)])
 @pytest.mark.parametrize("tail", [16, 32])
@@ -550,10 +560,7 @@ def test_wgmma_blocks_with_a_tail_match_the_blocks_without_and_the_reference(mon
         pytest.skip("warpgroup MMA: SM 9.x only")
     from nf3_hybrid.backends import triton_tiers
 
-    ref, tri, ws, classes = _grouped_only(monkeypatch, cls, (m,), n_kept=24, seed=53, wgmma=True)
-    ws.reserve(2048, 8, 1024, 512, 64, block_sizes=[bm + tail])
-    w, ids = routing(m, 64, 8, seed=m + 17, device=DEV)
-    x = (torch.randn(m, 1024, device=DEV) * 2).to(torch.bfloat16)
+    ref, tri, ws, classes, x, w, ids = _wgmma_blocks(monkeypatch, cls, m, bm + tail, seed=53, routing_seed=m + 17)
     got = {}
     for t in (0, tail):
         tiles = triton_tiers.layer_tiles(dict(classes[cls]), tri.triton)
@@ -584,10 +591,7 @@ def test_wgmma_tiles_under_a_register_cap_give_the_uncapped_bits(monkeypatch, cl
         pytest.skip("warpgroup MMA: SM 9.x only")
     from nf3_hybrid.backends import triton_tiers
 
-    ref, tri, ws, classes = _grouped_only(monkeypatch, cls, (m,), n_kept=24, seed=61, wgmma=True)
-    ws.reserve(2048, 8, 1024, 512, 64, block_sizes=[bm + tail])
-    w, ids = routing(m, 64, 8, seed=m + 23, device=DEV)
-    x = (torch.randn(m, 1024, device=DEV) * 2).to(torch.bfloat16)
+    ref, tri, ws, classes, x, w, ids = _wgmma_blocks(monkeypatch, cls, m, bm + tail, seed=61, routing_seed=m + 23)
     got = {}
     for c in (None, cap):
         tiles = dict(triton_tiers.layer_tiles(dict(classes[cls]), tri.triton), BM=bm, wg_tail=tail)
