@@ -238,17 +238,21 @@ def _group_ptrs(w_ptr, s_ptr, e, row0, stride_we, stride_wn, stride_se, stride_s
         wp = w_ptr + e.to(gl.int64) * stride_we + rows * stride_wn + grp * 3
         sp = s_ptr + e.to(gl.int64) * stride_se + rows * stride_sn + grp
     else:
-        # [BN, NW, 4, 4] word and [BN, NW, 4, 2] scale pointers, the last dimension in
-        # each lane's registers (vector_layout)
-        LW4: gl.constexpr = vector_layout(LW, 4)
-        LS2: gl.constexpr = vector_layout(LW, 2)
-        rows = (_index3_of4(BN, 0, LW4) + row0).to(gl.int64)
-        grp = _index3_of4(BK // 128, 1, LW4) * 4 + _index3_of4(4, 2, LW4)
-        wp = w_ptr + e.to(gl.int64) * stride_we + rows * stride_wn + grp * 4 + _index4(4, LW4)
-        rows2 = (_index3_of4(BN, 0, LS2) + row0).to(gl.int64)
-        grp2 = _index3_of4(BK // 128, 1, LS2) * 4 + _index3_of4(4, 2, LS2)
-        sp = s_ptr + e.to(gl.int64) * stride_se + rows2 * stride_sn + grp2 * 2 + _index4(2, LS2)
+        wp = _vector_ptrs(w_ptr, e, row0, stride_we, stride_wn, 4, BN, BK, LW)
+        sp = _vector_ptrs(s_ptr, e, row0, stride_se, stride_sn, 2, BN, BK, LW)
     return wp, sp
+
+
+@gluon.jit
+def _vector_ptrs(base, e, row0, stride_e, stride_n, N: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr,
+                 LW: gl.constexpr):
+    """[BN, NW, 4, N] pointers to each lane's N consecutive elements of its group — an
+    NVFP4 group has 4 words and 2 scale bytes, so N is also the group's stride — the last
+    dimension in the lane's registers (vector_layout)."""
+    V: gl.constexpr = vector_layout(LW, N)
+    rows = (_index3_of4(BN, 0, V) + row0).to(gl.int64)
+    grp = _index3_of4(BK // 128, 1, V) * 4 + _index3_of4(4, 2, V)
+    return base + e.to(gl.int64) * stride_e + rows * stride_n + grp * N + _index4(N, V)
 
 
 @gluon.jit
