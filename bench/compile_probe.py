@@ -7,6 +7,7 @@ Usage: python3 bench/compile_probe.py [--arch 90] [--cfg BN13=4,BK13=512,...] [-
        (add fmt=1 for an NVFP4 tier's kernels, with magic=1 or 2, or ptx4=1)
        python3 bench/compile_probe.py --mma [--cfg BM=64,fmt=1] (the Gluon mma kernels of
        kernels/mma_gluon.py, as mma_tiles launches them; wgmma=1,BM=128 the wgmma kernels)
+       (tiled=1 anywhere: an NF3 tier in tiled layout, formats/nf3_tiled.py)
 Another Triton than the venv's (the H200 host has 3.6, the pinned stack 3.8; their code
 differs): pip download triton==3.6.0 --no-deps, unzip the wheel into DIR, then
 PYTHONPATH=DIR:overlay python3 bench/compile_probe.py ...
@@ -138,7 +139,7 @@ def main():
     if a.mma:
         return mma(a)
     cfg = _cfg(a)
-    c = dict(COMMON, PDL=bool(cfg.get("pdl", 1)))
+    c = dict(COMMON, PDL=bool(cfg.get("pdl", 1)), B_TILED=bool(cfg.get("tiled")))
     for kernel, bn, bk, extra in ((expert_gemv._gemv13_kernel, cfg["BN13"], cfg["BK13"], c),
                                   (expert_gemv._gemv2_kernel, cfg["BN2"], cfg["BK2"], c)):
         r = probe(kernel, dict(extra, BN=bn, BK=bk), a.arch, cfg["warps"], a.dump, maxnreg=cfg.get("maxnreg"))
@@ -160,7 +161,8 @@ def grouped(a):
     fmt = cfg.get("fmt", expert_mlp.FMT_NF3)  # fmt=1: an NVFP4 tier (its tile option magic=1/2 applies)
     words = expert_mlp.ptx_words(fmt, cfg, ptx_decode.nf3_table_words(nf3.validate_codebook(None)), False)
     base = dict(FMT=fmt, HAS_S2=fmt != expert_mlp.FMT_NF3, WEIGHT_ON_INPUT=False, BM=cfg["BM"], DT=tl.float16,
-                GROUP=expert_mlp._group(fmt), MAGIC=expert_mlp.e2m1_decode_mode(fmt, cfg), PTX=words is not None)
+                GROUP=expert_mlp._group(fmt), MAGIC=expert_mlp.e2m1_decode_mode(fmt, cfg), PTX=words is not None,
+                TILED=bool(cfg.get("tiled")))
     for kernel, extra in ((expert_mlp._w13_kernel, dict(BN=cfg["BN13"], BK=cfg["BK13"], SWAP=bool(cfg.get("swap13")))),
                           (expert_mlp._w2_kernel, dict(BN=cfg["BN2"], BK=cfg["BK2"], PAIR_ROWS=True,
                                                        SWAP=bool(cfg.get("swap2"))))):
@@ -177,7 +179,7 @@ def mma(a):
         return wgmma(cfg, a)
     lay, lw, xl = mma_gluon.layouts(cfg["BN"], mma_tiles.BK, cfg["warps"], cfg["split"])
     base = dict(FMT=cfg["fmt"], HAS_S2=cfg["fmt"] == 1, WEIGHT_ON_INPUT=False, BM=cfg["BM"], BN=cfg["BN"],
-                BK=mma_tiles.BK, MMA=lay, LW=lw, XL=xl, SPLIT=cfg["split"])
+                BK=mma_tiles.BK, MMA=lay, LW=lw, XL=xl, SPLIT=cfg["split"], TILED=bool(cfg.get("tiled")))
     for kernel, extra in ((mma_gluon.mma13_kernel, {}), (mma_gluon.mma2_kernel, dict(PAIR_ROWS=True))):
         r = probe(kernel, dict(base, **extra), a.arch, cfg["warps"], a.dump, x_type="*fp16", gluon=True)
         print(kernel.__name__, r)
@@ -191,7 +193,8 @@ def wgmma(cfg, a):
     size = 16 * cfg.get("wg_warps", mma_tiles.WG_WARPS)
     for kernel, gemm, extra in ((wgmma_gluon.wg13_kernel, "13", {}), (wgmma_gluon.wg2_kernel, "2", dict(PAIR_ROWS=True))):
         _, _, warps, tiles = mma_tiles._kernel_tiles(cfg, size, gemm)
-        base = dict(FMT=cfg["fmt"], HAS_S2=cfg["fmt"] == 1, WEIGHT_ON_INPUT=False, **tiles)
+        base = dict(FMT=cfg["fmt"], HAS_S2=cfg["fmt"] == 1, WEIGHT_ON_INPUT=False, TILED=bool(cfg.get("tiled")),
+                    **tiles)
         r = probe(kernel, dict(base, **extra), a.arch, warps, a.dump, x_type="*fp16", gluon=True,
                   maxnreg=mma_tiles.launch_options(cfg).get("maxnreg"))
         print(kernel.__name__, r)

@@ -23,7 +23,7 @@ tag=${2:?a tag for the result files, e.g. s12}
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
 case $mode in
   tests)
-    PYTHONPATH=$PWD/overlay:$PWD timeout 340 python3 -m pytest -q tests/kernels tests/test_nf3_nibble.py 2>&1 |
+    PYTHONPATH=$PWD/overlay:$PWD timeout 340 python3 -m pytest -q tests/kernels tests/test_nf3_nibble.py tests/test_nf3_tiled.py 2>&1 |
       tail -15 > "$OUT/kernels_h200_$tag.txt"
     tail -3 "$OUT/kernels_h200_$tag.txt" ;;
   final)

@@ -12,6 +12,7 @@ from typing import Mapping, Optional
 
 KEPT_BACKENDS = ("auto", "triton", "b12x", "b12x_nf3", "ref")
 NF3_BACKENDS = ("fast", "ref")
+NF3_LAYOUTS = ("tiled", "nibble")
 TIERS = ("both", "a", "b")
 
 _TRUE = ("1", "true", "yes", "on")
@@ -26,6 +27,7 @@ class FlagError(ValueError):
 class Flags:
     kept: str = "auto"
     nf3: str = "fast"
+    nf3_layout: str = "tiled"
     tier: str = "both"
     debug: int = 0
     profile: bool = False
@@ -43,6 +45,9 @@ DOCS = {
     ),
     'nf3': (
         'NF3-tier backend: fast (Triton kernel) or ref.'
+    ),
+    'nf3_layout': (
+        "how the fast NF3 backend holds its codes and scales (rewritten in place at load): tiled (by 16-row × 128-column tiles, so the mma kernels' weight loads are contiguous; layers whose shapes are not whole tiles stay nibble) or nibble (row-major)."
     ),
     'tier': (
         'run both tiers, only a (kept) or only b (NF3): isolates a tier while debugging (the other tier contributes nothing).'
@@ -76,6 +81,7 @@ DOCS = {
 ENV_NAMES = {
     "kept": "HYBRID_KEPT",
     "nf3": "HYBRID_NF3",
+    "nf3_layout": "HYBRID_NF3_LAYOUT",
     "tier": "HYBRID_TIER",
     "debug": "HYBRID_DEBUG",
     "profile": "HYBRID_PROFILE",
@@ -86,10 +92,10 @@ ENV_NAMES = {
     "allow_untested_vllm": "HYBRID_ALLOW_UNTESTED_VLLM",
     "disable": "HYBRID_DISABLE",
 }
-_CHOICES = {"kept": KEPT_BACKENDS, "nf3": NF3_BACKENDS, "tier": TIERS}
+_CHOICES = {"kept": KEPT_BACKENDS, "nf3": NF3_BACKENDS, "nf3_layout": NF3_LAYOUTS, "tier": TIERS}
 # flags that change what a hybrid model holds or runs (its linear methods, parameters,
 # expert backends): part of vLLM's torch.compile cache key (vllm_patch/compile_cache.py)
-MODEL_FLAGS = ("kept", "nf3", "tier", "mxfp8_native", "max_tokens")
+MODEL_FLAGS = ("kept", "nf3", "nf3_layout", "tier", "mxfp8_native", "max_tokens")
 
 
 def _bool(var: str, raw: str) -> bool:

@@ -29,14 +29,15 @@ def rel(a, b):
     return float((a.float() - b.float()).norm() / b.float().norm().clamp_min(1e-30))
 
 
-def build(kept_fmt, n_kept, num_experts, hidden, inter, max_tokens, topk, seed=0, codebook=None):
+def build(kept_fmt, n_kept, num_experts, hidden, inter, max_tokens, topk, seed=0, codebook=None, nf3_layout=None):
+    """``nf3_layout``: the NF3 tier's (default: HYBRID_NF3_LAYOUT's, tiled where it fits)."""
     kmap, nmap = split_experts(num_experts, n_kept, seed)
     a = make_tier(kept_fmt, n_kept, hidden, inter, kmap, DEV, seed + 1)
     b = make_tier("nf3", num_experts - n_kept, hidden, inter, nmap, DEV, seed + 2, codebook)
     ws = Workspace(torch.device(DEV))  # private workspace per test
     ws.reserve(max_tokens, topk, hidden, inter, max(n_kept, num_experts - n_kept))
     ref = LayerExecutor({0: RefBackend(a), 1: RefBackend(b)}, hidden)
-    tri = LayerExecutor({0: TritonTier(a, ws), 1: TritonTier(b, ws)}, hidden)
+    tri = LayerExecutor({0: TritonTier(a, ws), 1: TritonTier(b, ws, nf3_layout=nf3_layout)}, hidden)
     return ref, tri, ws
 
 
@@ -659,3 +660,32 @@ def test_tiers_on_two_streams_give_the_one_stream_bits(monkeypatch, m):
         got[on] = tri.forward(x, w, ids)
     assert torch.equal(got[False], got[True]), rel(got[True], got[False])
     assert rel(got[True], ref.forward(x, w, ids)) < TOL
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m", [1, 8, 20, 200, 700, 1000, 2048])
+@pytest.mark.parametrize("wgmma", [True, False])
+def test_the_tiled_nf3_layout_gives_the_nibble_bits_on_every_kernel(monkeypatch, m, wgmma):
+    """The NF3 tier tiled (formats/nf3_tiled.py: the mma kernels' 8-byte loads of a lane's
+    row pair) and in nibble layout, the built-in tiles of every class — the decode GEMV to
+    24 tokens, then the grouped classes on the wgmma kernels, or with them off on the
+    mma.sync ones: the same bits, and the reference's result."""
+    if DEV != "cuda":
+        pytest.skip("the mma kernels need the GPU")
+    if wgmma and torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("warpgroup MMA: SM 9.x only")
+    got = {}
+    for layout in ("nibble", "tiled"):
+        ref, tri, ws = build("nvfp4", 24, 64, 1024, 512, 2048, 8, seed=47, nf3_layout=layout)
+        assert [t.tiled for t in tri.triton] == [False, layout == "tiled"]
+        assert all(t.mma for t in tri.triton)
+        if not wgmma:
+            for t in tri.triton:
+                t.wgmma = False
+        w, ids = routing(m, 64, 8, seed=m + 13, device=DEV)
+        x = (torch.randn(m, 1024, generator=torch.Generator().manual_seed(m)) * 2).to(torch.bfloat16).to(DEV)
+        poison(ws)
+        got[layout] = tri.forward(x, w, ids)
+    assert torch.isfinite(got["tiled"]).all()
+    assert torch.equal(got["tiled"], got["nibble"]), rel(got["tiled"], got["nibble"])
+    assert rel(got["tiled"], ref.forward(x, w, ids)) < TOL

@@ -39,45 +39,57 @@ def test_shapes_outside_whole_windows_are_refused():
 
 
 @pytest.mark.parametrize("split", [1, 2])
-@pytest.mark.parametrize("fmt", [0, 1])
-def test_kernels_compile_for_sm90_with_register_only_operands(fmt, split, tmp_path):
-    """Both GEMMs, NF3 and NVFP4, as the launcher instantiates them: ``convert_layout(...,
-    assert_trivial=True)`` fails to compile if the decoded values would have to move
-    between lanes to reach the A operand."""
+@pytest.mark.parametrize("fmt,tiled", [(0, 0), (1, 0), (0, 1)])
+def test_kernels_compile_for_sm90_with_register_only_operands(fmt, tiled, split, tmp_path):
+    """Both GEMMs, NF3 (nibble or tiled layout) and NVFP4, as the launcher instantiates
+    them: ``convert_layout(..., assert_trivial=True)`` fails to compile if the decoded
+    values would have to move between lanes to reach the A operand."""
     if mma_tiles.gluon_missing():
         pytest.skip(f"no Gluon in this Triton: {mma_tiles.gluon_missing()}")
-    compile_probe(tmp_path, "--mma", "--cfg", f"BM=16,fmt={fmt},split={split}")
+    compile_probe(tmp_path, "--mma", "--cfg", f"BM=16,fmt={fmt},split={split},tiled={tiled}")
     for kernel in ("mma13_kernel", "mma2_kernel"):
         ptx = (tmp_path / f"{kernel}.ptx").read_text()
         assert "mma.sync.aligned.m16n8k16" in ptx and "cvt.rn.f16x2.e4m3x2" in ptx, kernel
-        assert_nvfp4_vector_loads(ptx, fmt, kernel)
+        assert_vector_loads(ptx, fmt, tiled, kernel)
 
 
-def assert_nvfp4_vector_loads(ptx, fmt, kernel):
-    """NVFP4 (fmt 1): each lane's two scale bytes by one 2-byte load and its four code
-    words by one 16-byte load (mma_gluon._load_group says why). The NF3 kernels load no
-    2-byte value; their only 16-byte loads are the mma.sync kernels' activations, so the
-    wgmma kernels' (activations by cp.async) tell the words' loads apart."""
-    assert ("ld.global.b16" in ptx) == bool(fmt), (kernel, fmt)
+def assert_vector_loads(ptx, fmt, tiled, kernel):
+    """How the weights are loaded (mma_gluon._load_group says why). NVFP4 (fmt 1): each
+    lane's two scale bytes by one 2-byte load and its four code words by one 16-byte load;
+    the NF3 kernels' only 16-byte loads are the mma.sync kernels' activations, so the wgmma
+    kernels' (activations by cp.async) tell the words' loads apart. NF3 in nibble layout:
+    scales byte by byte, no 2-byte load; tiled (formats/nf3_tiled.py): a lane's two scales
+    by one 2-byte load, no byte loads, and each of its words for both rows by one 8-byte
+    load — the gate/up kernels load no other 8-byte value, and load 3 words × 2 GEMMs ×
+    (the first step, the loop)."""
+    if fmt == 1:
+        assert "ld.global.b16" in ptx, kernel
+        if kernel.startswith("wg"):
+            assert "ld.global.v4.b32" in ptx, kernel
+        return
+    assert ("ld.global.b16" in ptx) == bool(tiled) and ("ld.global.b8" in ptx) == (not tiled), (kernel, tiled)
     if kernel.startswith("wg"):
-        assert ("ld.global.v4.b32" in ptx) == bool(fmt), (kernel, fmt)
+        assert "ld.global.v4.b32" not in ptx, kernel
+    if "13" in kernel:
+        assert (ptx.count("ld.global.v2.b32") >= 12) == bool(tiled), (kernel, tiled)
 
 
-@pytest.mark.parametrize("fmt,bm,warps", [(0, 32, 4), (0, 64, 4), (1, 64, 4), (0, 128, 8), (1, 128, 8)])
-def test_wgmma_kernels_compile_for_sm90_with_register_only_operands(fmt, bm, warps, tmp_path):
+@pytest.mark.parametrize("fmt,bm,warps,tiled", [(0, 32, 4, 0), (0, 64, 4, 0), (1, 64, 4, 0), (0, 128, 8, 0),
+                                               (1, 128, 8, 0), (0, 64, 4, 1), (0, 128, 8, 1)])
+def test_wgmma_kernels_compile_for_sm90_with_register_only_operands(fmt, bm, warps, tiled, tmp_path):
     """The wgmma variant (kernels/wgmma_gluon.py): the decoded weights reach wgmma's
     register A operand without moving between lanes (the same ``assert_trivial`` proof),
     the activations come by cp.async into shared memory, one instruction covers the block's
     BM tokens, and nothing spills."""
     if mma_tiles.wgmma_missing():
         pytest.skip(f"no wgmma kernels in this Triton: {mma_tiles.wgmma_missing()}")
-    compile_probe(tmp_path, "--mma", "--cfg", f"wgmma=1,BM={bm},fmt={fmt},wg_warps={warps}")
+    compile_probe(tmp_path, "--mma", "--cfg", f"wgmma=1,BM={bm},fmt={fmt},wg_warps={warps},tiled={tiled}")
     for kernel in ("wg13_kernel", "wg2_kernel"):
         ptx = (tmp_path / f"{kernel}.ptx").read_text()
         assert f"wgmma.mma_async.sync.aligned.m64n{bm}k16.f32.f16.f16" in ptx, kernel
         assert "cp.async.cg.shared.global" in ptx and "cvt.rn.f16x2.e4m3x2" in ptx, kernel
         assert "mma.sync" not in ptx and "ld.local" not in ptx, kernel
-        assert_nvfp4_vector_loads(ptx, fmt, kernel)
+        assert_vector_loads(ptx, fmt, tiled, kernel)
 
 
 @pytest.mark.parametrize("fmt,bm,tail", [(0, 32, 16), (1, 64, 16)])
@@ -267,8 +279,8 @@ def test_wgmma_asked_where_it_cannot_run_takes_the_mma_kernels_and_says_so_once(
     tier = triton_tiers.TritonTier(nf3, ws)
     assert tier.mma and not tier.wgmma
     launched = []
-    monkeypatch.setattr(mma_tiles, "launch_w13", lambda *a: launched.append(("w13", dict(a[-2]))))
-    monkeypatch.setattr(mma_tiles, "launch_w2", lambda *a: launched.append(("w2", dict(a[-3]))))
+    monkeypatch.setattr(mma_tiles, "launch_w13", lambda *a, **k: launched.append(("w13", dict(a[-2]))))
+    monkeypatch.setattr(mma_tiles, "launch_w2", lambda *a, **k: launched.append(("w2", dict(a[-3]))))
     cfg = dict(BM=64, mma=1, mma_kept=1, wgmma=1, wg_maxnreg=168)
     x = torch.zeros(4, 256)
     with caplog.at_level(logging.WARNING, logger=triton_tiers.__name__):

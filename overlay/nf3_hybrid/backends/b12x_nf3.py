@@ -82,9 +82,9 @@ def nf3_inputs(tier: TierWeights) -> Dict[str, torch.Tensor]:
         return torch.cat([t[:, half:], t[:, :half]], dim=1)
 
     return dict(w13_codes=up_gate(nf3.unpack(tier.nf3_packed(tier.w13))).contiguous(),
-                w13_scale=up_gate(tier.w13_scale.float()).contiguous(),
+                w13_scale=up_gate(tier.nf3_scales(tier.w13_scale).float()).contiguous(),
                 w2_codes=nf3.unpack(tier.nf3_packed(tier.w2)).contiguous(),
-                w2_scale=tier.w2_scale.float().contiguous())
+                w2_scale=tier.nf3_scales(tier.w2_scale).float().contiguous())
 
 
 def tile_config(kernel_module, hidden: int, inter: int, topk: int, sms: int, max_shared_mem: int) -> Tuple[int, ...]:

@@ -31,8 +31,10 @@ class TierWeights:
     w13_scale_2: Optional[torch.Tensor] = None  # nvfp4: fp32 [n, 2] (gate, up)
     w2_scale_2: Optional[torch.Tensor] = None  # nvfp4: fp32 [n]
     codebook: Optional[Tuple[float, ...]] = None  # nf3
-    # nf3: "packed" (the checkpoint's 24-bit words) or "nibble" (formats/nf3_nibble.py),
-    # which the Triton backend rewrites w13 / w2 into, in place, when it takes the tier
+    # nf3: "packed" (the checkpoint's 24-bit words), "nibble" (formats/nf3_nibble.py) or
+    # "tiled" (formats/nf3_tiled.py: nibble words and the scales reordered by 16 × 128
+    # tiles), which the Triton backend rewrites w13 / w2 (and their scales) into, in place,
+    # when it takes the tier
     code_layout: str = "packed"
 
     def __post_init__(self):
@@ -40,13 +42,24 @@ class TierWeights:
         self.code_layout = getattr(self.w13, "nf3_code_layout", self.code_layout)
 
     def nf3_packed(self, t: torch.Tensor) -> torch.Tensor:
-        """An NF3 code tensor of this tier (or a slice of one) in the checkpoint's packing,
-        whatever layout the tier holds (a converted copy for "nibble")."""
+        """An NF3 code tensor of this tier (or whole experts of one) in the checkpoint's
+        packing, whatever layout the tier holds (a converted copy unless "packed")."""
         if self.code_layout == "packed":
             return t
-        from ..formats import nf3_nibble
+        from ..formats import nf3_nibble, nf3_tiled
 
+        if self.code_layout == "tiled":
+            t = nf3_tiled.untiled_words(t)
         return nf3_nibble.to_packed(t)
+
+    def nf3_scales(self, s: torch.Tensor) -> torch.Tensor:
+        """An NF3 scale tensor of this tier (or whole experts of one) row-major, as the
+        checkpoint has it (a converted copy for "tiled")."""
+        if self.code_layout != "tiled":
+            return s
+        from ..formats import nf3_tiled
+
+        return nf3_tiled.untiled_scales(s)
 
     @property
     def device(self) -> torch.device:

@@ -23,7 +23,7 @@ def dequant_w13(t: TierWeights, e: int) -> torch.Tensor:
         return torch.cat([g, u], 0)
     if t.fmt == MXFP4:
         return mxfp4.dequantize(t.w13[e], t.w13_scale[e])
-    return nf3.dequantize(t.nf3_packed(t.w13[e]), t.w13_scale[e], t.codebook)
+    return nf3.dequantize(t.nf3_packed(t.w13[e]), t.nf3_scales(t.w13_scale[e]), t.codebook)
 
 
 def dequant_w2(t: TierWeights, e: int) -> torch.Tensor:
@@ -32,7 +32,7 @@ def dequant_w2(t: TierWeights, e: int) -> torch.Tensor:
         return nvfp4.dequantize(t.w2[e], t.w2_scale[e], t.w2_scale_2[e])
     if t.fmt == MXFP4:
         return mxfp4.dequantize(t.w2[e], t.w2_scale[e])
-    return nf3.dequantize(t.nf3_packed(t.w2[e]), t.w2_scale[e], t.codebook)
+    return nf3.dequantize(t.nf3_packed(t.w2[e]), t.nf3_scales(t.w2_scale[e]), t.codebook)
 
 
 class RefBackend(TierBackend):

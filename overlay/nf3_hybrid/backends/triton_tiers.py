@@ -15,7 +15,8 @@ from typing import Dict, Optional
 
 import torch
 
-from ..formats import e2m1, nf3, nf3_nibble
+from ..flags import NF3_LAYOUTS, current as current_flags
+from ..formats import e2m1, nf3, nf3_nibble, nf3_tiled
 from ..kernels import align, expert_gemv, expert_mlp, interpret, mma_tiles, pair_sum, ptx_decode
 from .base import MXFP4, NF3, NVFP4, TierBackend, TierWeights
 from .select import device_info
@@ -64,7 +65,8 @@ def kernel_config(m: int, interp: bool, inter: int = 2048) -> dict:
     if CONFIG_OVERRIDE is not None and "gemv" in CONFIG_OVERRIDE:
         return dict(CONFIG_OVERRIDE["gemv"])
     if interp:
-        return dict(BN13=16, BK13=64, BN2=32, BK2=64, warps=4)
+        # K steps of 128: whole tiles of a tiled NF3 tier
+        return dict(BN13=16, BK13=128, BN2=32, BK2=128, warps=4)
     # one-warp programs (bench_moe_h200_s6_gemv1w.json): 32.7 / 87.4 / 286.8 µs at 1 / 4 / 16
     # tokens against 35.5 / 106.7 / 360.1 with session 5's BN13=4, BN2=16 on two warps (not
     # profiled; a one-warp program's row sums need no cross-warp reduction through shared
@@ -388,19 +390,31 @@ def _e8m0_table():
     return [2.0 ** (i - 127) if i < 255 else 0.0 for i in range(256)]
 
 
-def _to_nibble_layout(tier: TierWeights) -> None:
+def _to_kernel_layout(tier: TierWeights, layout: str) -> None:
     """The kernels read NF3 codes in nibble layout (formats/nf3_nibble.py: fewer integer
-    instructions per code, measured faster on the H200). Rewritten in place — same bytes,
-    no second copy of the tier — once; ``tier.code_layout`` tells every other reader."""
-    if tier.code_layout == "nibble" or tier.num_experts == 0:
+    instructions per code, measured faster on the H200), by default also tiled with the
+    scales (formats/nf3_tiled.py: contiguous weight loads for the mma kernels) where the
+    shapes are whole tiles. Rewritten in place — same bytes, no second copy of the tier —
+    once; ``tier.code_layout`` tells every other reader, and a tier already rewritten keeps
+    its layout."""
+    if tier.code_layout in ("nibble", "tiled") or tier.num_experts == 0:
         return
-    if tier.code_layout not in nf3_nibble.LAYOUTS:
-        raise ValueError(f"NF3 tier: unknown code layout {tier.code_layout!r} (known: {nf3_nibble.LAYOUTS})")
-    for t in (tier.w13, tier.w2):
-        if getattr(t, "nf3_code_layout", "packed") != "nibble":
+    if tier.code_layout != "packed":
+        raise ValueError(f"NF3 tier: unknown code layout {tier.code_layout!r} "
+                         f"(known: {nf3_nibble.LAYOUTS + ('tiled',)})")
+    if layout not in NF3_LAYOUTS:
+        raise ValueError(f"NF3 tier: unknown kernel layout {layout!r} (known: {NF3_LAYOUTS})")
+    tiled = layout == "tiled" and nf3_tiled.fits(2 * tier.inter, tier.hidden) and nf3_tiled.fits(tier.hidden, tier.inter)
+    if layout == "tiled" and not tiled:
+        _log_fallback_once(f"NF3 tiers of hidden {tier.hidden}, intermediate {tier.inter} stay in nibble layout: "
+                           f"tiles need both in multiples of {nf3_tiled.WINDOW}")
+    for t, sc in ((tier.w13, tier.w13_scale), (tier.w2, tier.w2_scale)):
+        if getattr(t, "nf3_code_layout", "packed") == "packed":
             nf3_nibble.repack_inplace(t)
-            t.nf3_code_layout = "nibble"  # for any later TierWeights over this tensor
-    tier.code_layout = "nibble"
+            if tiled:
+                nf3_tiled.tile_inplace(t, sc)
+            t.nf3_code_layout = "tiled" if tiled else "nibble"  # for any later TierWeights over this tensor
+    tier.code_layout = tier.w13.nf3_code_layout
 
 
 _MMA_FALLBACK_LOGGED = set()
@@ -452,7 +466,9 @@ class TritonTier(TierBackend):
     name = "triton"
     graph_safe = True
 
-    def __init__(self, tier: TierWeights, workspace: Optional[Workspace] = None):
+    def __init__(self, tier: TierWeights, workspace: Optional[Workspace] = None, nf3_layout: Optional[str] = None):
+        """``nf3_layout``: "tiled" or "nibble" for an NF3 tier still in the checkpoint's
+        packing (default: HYBRID_NF3_LAYOUT)."""
         super().__init__(tier)
         self.ws = workspace or Workspace.get(tier.device)
         self.fmt = _FMT[tier.fmt]
@@ -460,7 +476,7 @@ class TritonTier(TierBackend):
             levels = list(nf3.validate_codebook(tier.codebook))
             self.values = self.ws.table(f"nf3:{tier.codebook}", levels)
             self.table_words = ptx_decode.nf3_table_words(levels)  # the in-register decode's table
-            _to_nibble_layout(tier)
+            _to_kernel_layout(tier, nf3_layout or current_flags().nf3_layout)
         else:
             self.values = self.ws.table("e2m1", e2m1.decode_table().tolist())
             self.table_words = None  # e2m1's table is a constant of ptx_decode
@@ -474,6 +490,7 @@ class TritonTier(TierBackend):
         self.w13_scale = tier.w13_scale.view(torch.uint8)
         self.w2_scale = tier.w2_scale.view(torch.uint8)
         self.own_maps = stacked_maps([self]) if tier.num_experts else None
+        self.tiled = tier.code_layout == "tiled"
         self.mma = _mma_usable(tier)
         self.wgmma = self.mma and _wgmma_usable(tier)
         self.mma_words = mma_tiles.table_words(self.fmt, self.table_words) if self.mma else None
@@ -502,14 +519,17 @@ class TritonTier(TierBackend):
                 # the wgmma kernels' register cap does not carry over to the mma.sync ones
                 cfg = {k: v for k, v in cfg.items() if k not in ("wgmma", "wg_maxnreg")}
             mma_tiles.launch_w13(x_mma, t.w13, self.w13_scale, t.w13_scale_2, sorted_ids, block_expert, tw, inter,
-                                 num_pairs, topk, t.inter, self.fmt, on_input, cfg, self.mma_words)
+                                 num_pairs, topk, t.inter, self.fmt, on_input, cfg, self.mma_words, tiled=self.tiled)
             mma_tiles.launch_w2(inter, t.w2, self.w2_scale, t.w2_scale_2, sorted_ids, block_expert, tw, out,
-                                num_pairs, topk, t.inter, self.fmt, on_input, cfg, self.mma_words, pair_rows)
+                                num_pairs, topk, t.inter, self.fmt, on_input, cfg, self.mma_words, pair_rows,
+                                tiled=self.tiled)
             return
         expert_mlp.launch_w13(x, t.w13, self.w13_scale, t.w13_scale_2, sorted_ids, block_expert, tw, inter,
-                              self.values, num_pairs, topk, t.inter, self.fmt, on_input, cfg, dot32, words)
+                              self.values, num_pairs, topk, t.inter, self.fmt, on_input, cfg, dot32, words,
+                              tiled=self.tiled)
         expert_mlp.launch_w2(inter, t.w2, self.w2_scale, t.w2_scale_2, sorted_ids, block_expert, tw, out,
-                             self.values, num_pairs, topk, t.inter, self.fmt, on_input, cfg, dot32, words, pair_rows)
+                             self.values, num_pairs, topk, t.inter, self.fmt, on_input, cfg, dot32, words, pair_rows,
+                             tiled=self.tiled)
 
     def run_into(self, out, x, topk_weights, topk_ids, weights_on_input=False):
         if self.tier.num_experts == 0:

@@ -215,7 +215,8 @@ def _scale_unit(FMT: tl.constexpr):
 @triton.jit
 def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, stride_sn, vec_ptr, K,
               vtab_ptr, stab_ptr, t0, t1, t2, t3, FMT: tl.constexpr, GROUP: tl.constexpr,
-              R: tl.constexpr, BK: tl.constexpr, ASM: tl.constexpr, PAIRED: tl.constexpr, PDL: tl.constexpr):
+              R: tl.constexpr, BK: tl.constexpr, ASM: tl.constexpr, PAIRED: tl.constexpr, PDL: tl.constexpr,
+              TILED: tl.constexpr = False):
     """fp32 [R]: R weight rows of local expert e times the activations — rows row0.. , or
     with PAIRED the interleaved pairs (row0 + i, up_off + row0 + i), a gate row and its up
     row, so both come out of one pass over K. ``w_ptr``: the packed tensor viewed as int32
@@ -238,21 +239,22 @@ def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, st
     (compile_probe, Triton 3.6: shared-memory operations and barriers per loop 19 → 0
     for NF3, 14 → 0 for e2m1)."""
     U: tl.constexpr = BK // 32
+    tl.static_assert(not TILED or BK % 128 == 0, "tiled NF3 codes are read in whole 128-wide tiles")
     pstride = K // 8
     wbase = w_ptr + e.to(tl.int64) * stride_we
     sbase = s_ptr + e.to(tl.int64) * stride_se
     if FMT == 0:
         # element i of the flat tensors: row i // U, unit i % U
         i = tl.arange(0, R * U)
-        rows = _row_of(i // U, row0, up_off, PAIRED)
+        rows = _row_of(i // U, row0, up_off, PAIRED, TILED)
         unit = i % U
-        p = wbase + rows * stride_wn + unit * 3
-        # one scale byte per unit; contiguity hidden so that each lane loads its own unit's
-        # byte (a vectorised load would give a thread four units, another layout)
-        q = sbase + rows * stride_sn + tl.max_contiguous(unit, 1)
+        wo, so = nf3_group_offsets(rows, unit, stride_wn, stride_sn, TILED)
+        p = wbase + wo
+        q = sbase + so
+        WS: tl.constexpr = 64 if TILED else 1  # from one of a group's words to the next
         d0n = tl.load(p)
-        d1n = tl.load(p + 1)
-        d2n = tl.load(p + 2)
+        d1n = tl.load(p + WS)
+        d2n = tl.load(p + 2 * WS)
         sbn = tl.load(q)
         if PDL:
             tl.extra.cuda.gdc_wait()
@@ -264,11 +266,12 @@ def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, st
             d2 = tl.reshape(d2n.to(tl.uint32, bitcast=True), [R, U])
             sb = tl.reshape(sbn, [R, U])
             more = (unit + (k0 + BK) // 32) * 32 < K
-            p += U * 3
+            # the next K-block: U groups on along the row, or U / 4 tiles on when tiled
+            p += (BK // 128) * 192 if TILED else U * 3
             d0n = tl.load(p, mask=more)
-            d1n = tl.load(p + 1, mask=more)
-            d2n = tl.load(p + 2, mask=more)
-            sbn = tl.load(q + (k0 + BK) // 32, mask=more)
+            d1n = tl.load(p + WS, mask=more)
+            d2n = tl.load(p + 2 * WS, mask=more)
+            sbn = tl.load(q + ((k0 + BK) // 128 * 64 if TILED else (k0 + BK) // 32), mask=more)
             first = vec_ptr + (k0 // 32 + unit2)
             part = _nf3_group_dots(d0, d1, d2, first, K // 32, pstride, vtab_ptr, t0, t1, t2, t3, ASM)
             acc += part * _scale(sb, stab_ptr, FMT)
@@ -301,14 +304,46 @@ def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, st
 
 
 @triton.jit
-def _row_of(r, row0, up_off, PAIRED: tl.constexpr):
-    """Weight row of tile row r: row0 + r, or with PAIRED gate row row0 + r // 2 for even r
-    and its up row (up_off further) for odd r."""
-    if PAIRED:
-        rows = row0 + r // 2 + (r % 2) * up_off
+def nf3_group_offsets(rows, unit, stride_wn, stride_sn, TILED: tl.constexpr):
+    """(word offset of the first word of group ``unit`` of each row, offset of its scale
+    byte) in an NF3 matrix — its next word 1 on, or 64 when tiled: nibble words row-major,
+    or tiled (formats/nf3_tiled.py: a 16-row × 128-column tile's words ordered [word][lane]
+    [row pair], its scales [lane][row pair]). Also the grouped tiles' (expert_mlp.py)."""
+    if TILED:
+        lane2 = 2 * (4 * (rows % 8) + unit % 4) + (rows % 16) // 8
+        blk = rows // 16 * 16
+        w = blk * stride_wn + unit // 4 * 192 + lane2
+        q = blk * stride_sn + unit // 4 * 64 + lane2
     else:
-        rows = row0 + r
+        w = rows * stride_wn + unit * 3
+        # one scale byte per unit; contiguity hidden so that each lane loads its own unit's
+        # byte (a vectorised load would give a thread four units, another layout)
+        q = rows * stride_sn + tl.max_contiguous(unit, 1)
+    return w, q
+
+
+@triton.jit
+def _row_of(r, row0, up_off, PAIRED: tl.constexpr, TILED: tl.constexpr = False):
+    """Weight row of tile row r: row0 + r, or with PAIRED gate row row0 + r // 2 for even r
+    and its up row (up_off further) for odd r — each through ``tiled_row`` when TILED."""
+    if PAIRED:
+        rows = tiled_row(row0 + r // 2, TILED) + (r % 2) * up_off
+    else:
+        rows = tiled_row(row0 + r, TILED)
     return rows.to(tl.int64)
+
+
+@triton.jit
+def tiled_row(c, TILED: tl.constexpr):
+    """The row a program's output c computes: c itself, or for a tiled NF3 tier rows k and
+    k + 8 of each 16-row block for c = 2k, 2k + 1 (a bijection on the block). A tile holds
+    a lane's words of rows k and k + 8 side by side (formats/nf3_tiled.py), so a program of
+    consecutive outputs c then uses every byte of the sectors it reads; with rows in order
+    it used half of each and the program of row k + 8 read them again."""
+    if TILED:
+        r = c % 16
+        c = c - r + r // 2 + 8 * (r % 2)
+    return c
 
 
 @triton.jit
@@ -372,7 +407,7 @@ def _gemv13_kernel(
     b_map, b_w, b_s, b_swe, b_swn, b_sse, b_ssn, b_vtab, b_stab, b_t0, b_t1, b_t2, b_t3,
     A_FMT: tl.constexpr, A_GROUP: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
     A_HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-    ASM: tl.constexpr, PDL: tl.constexpr,
+    ASM: tl.constexpr, PDL: tl.constexpr, B_TILED: tl.constexpr = False,
 ):
     p, j, cols, la, lb, rw = _pair(ids_ptr, tw_ptr, a_map, b_map, HAS_A, HAS_B, BN)
     xrow = (p // topk).to(tl.int64) * stride_xm
@@ -384,9 +419,9 @@ def _gemv13_kernel(
         _act_store(gate, up, hrow, cols, I, a_s2 + la * 2, rw, A_FMT, A_HAS_S2, WEIGHT_ON_INPUT)
     elif lb >= 0:
         gu = _rows_dot(b_w, b_s, lb, j * BN, I, b_swe, b_swn, b_sse, b_ssn, xb_ptr + xrow, K,
-                       b_vtab, b_stab, b_t0, b_t1, b_t2, b_t3, 0, 32, 2 * BN, BK, ASM, True, PDL)
+                       b_vtab, b_stab, b_t0, b_t1, b_t2, b_t3, 0, 32, 2 * BN, BK, ASM, True, PDL, B_TILED)
         gate, up = tl.split(tl.reshape(gu, [BN, 2]))
-        _act_store(gate, up, hrow, cols, I, a_s2, rw, 0, False, WEIGHT_ON_INPUT)
+        _act_store(gate, up, hrow, tiled_row(cols, B_TILED), I, a_s2, rw, 0, False, WEIGHT_ON_INPUT)
     if PDL:
         # the down GEMV may launch once every program got here: its weight prefetch then
         # overlaps this kernel's tail
@@ -400,7 +435,7 @@ def _gemv2_kernel(
     b_map, b_w, b_s, b_swe, b_swn, b_sse, b_ssn, b_vtab, b_stab, b_t0, b_t1, b_t2, b_t3,
     A_FMT: tl.constexpr, A_GROUP: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
     A_HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-    ASM: tl.constexpr, PDL: tl.constexpr,
+    ASM: tl.constexpr, PDL: tl.constexpr, B_TILED: tl.constexpr = False,
 ):
     p, j, cols, la, lb, rw = _pair(ids_ptr, tw_ptr, a_map, b_map, HAS_A, HAS_B, BN)
     hrow = h_ptr + p.to(tl.int64) * stride_h
@@ -415,10 +450,10 @@ def _gemv2_kernel(
         tl.store(yrow, acc)
     elif lb >= 0:
         acc = _rows_dot(b_w, b_s, lb, j * BN, 0, b_swe, b_swn, b_sse, b_ssn, hrow, I, b_vtab, b_stab,
-                        b_t0, b_t1, b_t2, b_t3, 0, 32, BN, BK, ASM, False, PDL)
+                        b_t0, b_t1, b_t2, b_t3, 0, 32, BN, BK, ASM, False, PDL, B_TILED)
         if not WEIGHT_ON_INPUT:
             acc *= rw
-        tl.store(yrow, acc)
+        tl.store(yrow - cols + tiled_row(cols, B_TILED), acc)
     else:
         tl.store(yrow, tl.zeros([BN], dtype=tl.float32))
     if PDL:
@@ -461,6 +496,7 @@ def launch_decode(a, b, x, topk_weights_flat, ids_flat, topk, planes, h, y, out,
     common = dict(A_FMT=a.fmt if a else 1, A_GROUP=(16 if a.fmt == 1 else 32) if a else 16,
                   HAS_A=a is not None, HAS_B=b is not None,
                   A_HAS_S2=bool(a is not None and a.tier.w13_scale_2 is not None),
+                  B_TILED=bool(b is not None and b.tiled),
                   WEIGHT_ON_INPUT=weight_on_input, ASM=asm, num_warps=cfg["warps"])
     # up to cfg["pdl"] tokens (bench_moe_h200_s6_pdl.json, H200: 30.0 / 50.0 / 86.0 µs at
     # 1 / 2 / 4 tokens against 33.6 / 54.2 / 89.8 without, even at 8, 2-4 % slower from 16)

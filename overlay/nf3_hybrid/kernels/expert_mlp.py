@@ -72,7 +72,7 @@ import triton
 import triton.language as tl
 
 from . import fit_tile
-from .expert_gemv import nf3_fourth_word
+from .expert_gemv import nf3_fourth_word, nf3_group_offsets
 from .ptx_decode import (E2M1_TABLE_WORDS, E2M1_VALUES_ASM, E2M1_VALUES_CONSTRAINTS, NF3_VALUES_ASM,
                          NF3_VALUES_CONSTRAINTS)
 
@@ -102,14 +102,18 @@ def _widen(s, TIMES: tl.constexpr):
 
 @triton.jit
 def _scale_bits(s_ptr, e, row0, k0, K, stride_se, stride_sn, BN: tl.constexpr, BK: tl.constexpr,
-                GROUP: tl.constexpr):
+                GROUP: tl.constexpr, TILED: tl.constexpr = False):
     """The group-scale bytes of W[row0:row0+BN, k0:k0+BK] (zeros past K). Loaded one K-step
     ahead by the kernels: a 1-byte load is not pipelined by Triton, and waiting for it in
-    every step left the prefill kernels mostly stalled."""
+    every step left the prefill kernels mostly stalled. ``TILED``: an NF3 tier in tiled
+    layout (expert_gemv.nf3_group_offsets)."""
     rows = (row0 + tl.arange(0, BN)).to(tl.int64)
     grp = k0 // GROUP + tl.arange(0, BK // GROUP)
-    return tl.load(s_ptr + e.to(tl.int64) * stride_se + rows[:, None] * stride_sn + grp[None, :],
-                   mask=grp[None, :] < K // GROUP, other=0)
+    if TILED:
+        off = nf3_group_offsets(rows[:, None], grp[None, :], 0, stride_sn, True)[1]
+    else:
+        off = rows[:, None] * stride_sn + grp[None, :]
+    return tl.load(s_ptr + e.to(tl.int64) * stride_se + off, mask=grp[None, :] < K // GROUP, other=0)
 
 
 @triton.jit
@@ -131,7 +135,7 @@ def _scale_values(sbits, FMT: tl.constexpr):
 
 @triton.jit
 def _nf3_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, pt0, pt1, pt2, pt3,
-              BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, PTX: tl.constexpr):
+              BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, PTX: tl.constexpr, TILED: tl.constexpr):
     """Dequantized W[row0:row0+BN, k0:k0+BK] (dtype DT) of NF3 expert e; ``w_ptr`` is the
     packed tensor viewed as int32 (strides in words). ``PTX``: codes decoded in registers
     by the decode GEMV's byte permutes (kernels/ptx_decode.py) with the codebook's four
@@ -141,10 +145,15 @@ def _nf3_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, pt0, pt
     G: tl.constexpr = BK // 32
     rows = (row0 + tl.arange(0, BN)).to(tl.int64)
     grp = k0 // 32 + tl.arange(0, G)
-    p = w_ptr + e.to(tl.int64) * stride_we + rows[:, None] * stride_wn + grp[None, :] * 3
+    if TILED:
+        off = nf3_group_offsets(rows[:, None], grp[None, :], stride_wn, 0, True)[0]
+    else:
+        off = rows[:, None] * stride_wn + grp[None, :] * 3
+    p = w_ptr + e.to(tl.int64) * stride_we + off
+    WS: tl.constexpr = 64 if TILED else 1  # from one of a group's words to the next
     w0 = tl.load(p)
-    w1 = tl.load(p + 1)
-    w2 = tl.load(p + 2)
+    w1 = tl.load(p + WS)
+    w2 = tl.load(p + 2 * WS)
     # nibble layout (formats/nf3_nibble.py): codes 8j..8j+7 in the low bits of word j's
     # nibbles, the fourth word's codes in the nibbles' top bits (cleared by the decoders)
     w3 = nf3_fourth_word(w0, w1, w2)
@@ -231,11 +240,12 @@ def _fp4_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, pt0, pt
 def _weight_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, pt0, pt1, pt2, pt3,
                  FMT: tl.constexpr, GROUP: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr,
                  MAGIC: tl.constexpr,
-                 PTX: tl.constexpr):
-    """``GROUP``: weights per scale, as the launcher's ``_group`` gives it."""
+                 PTX: tl.constexpr, TILED: tl.constexpr = False):
+    """``GROUP``: weights per scale, as the launcher's ``_group`` gives it. ``TILED``: an NF3
+    tier in tiled layout."""
     if FMT == 0:
         return _nf3_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, pt0, pt1, pt2, pt3, BN, BK, DT,
-                         PTX)
+                         PTX, TILED)
     else:
         return _fp4_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, pt0, pt1, pt2, FMT, GROUP, BN,
                          BK, DT, MAGIC, PTX)
@@ -316,7 +326,7 @@ def _w13_kernel(
     stride_we, stride_wn, stride_se, stride_sn,
     FMT: tl.constexpr, HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, MAGIC: tl.constexpr, PTX: tl.constexpr,
-    GROUP: tl.constexpr, SWAP: tl.constexpr,
+    GROUP: tl.constexpr, SWAP: tl.constexpr, TILED: tl.constexpr = False,
 ):
     e, j, pairs, valid, slots = _block(sorted_ptr, bexp_ptr, P, BM)
     if e < 0:
@@ -324,20 +334,20 @@ def _w13_kernel(
     tok = tl.where(valid, pairs // topk, 0).to(tl.int64)
     acc_g = _acc0(BN, BM, SWAP)
     acc_u = _acc0(BN, BM, SWAP)
-    sg_next = _scale_bits(s_ptr, e, j * BN, 0, K, stride_se, stride_sn, BN, BK, GROUP)
-    su_next = _scale_bits(s_ptr, e, I + j * BN, 0, K, stride_se, stride_sn, BN, BK, GROUP)
+    sg_next = _scale_bits(s_ptr, e, j * BN, 0, K, stride_se, stride_sn, BN, BK, GROUP, TILED)
+    su_next = _scale_bits(s_ptr, e, I + j * BN, 0, K, stride_se, stride_sn, BN, BK, GROUP, TILED)
     for k0 in range(0, K, BK):
         sg = sg_next
         su = su_next
-        sg_next = _scale_bits(s_ptr, e, j * BN, k0 + BK, K, stride_se, stride_sn, BN, BK, GROUP)
-        su_next = _scale_bits(s_ptr, e, I + j * BN, k0 + BK, K, stride_se, stride_sn, BN, BK, GROUP)
+        sg_next = _scale_bits(s_ptr, e, j * BN, k0 + BK, K, stride_se, stride_sn, BN, BK, GROUP, TILED)
+        su_next = _scale_bits(s_ptr, e, I + j * BN, k0 + BK, K, stride_se, stride_sn, BN, BK, GROUP, TILED)
         kk = k0 + tl.arange(0, BK)
         xm = tl.load(x_ptr + tok[:, None] * stride_xm + kk[None, :]).to(DT)
         wg = _weight_tile(w_ptr, sg, e, j * BN, k0, stride_we, stride_wn, val_tab_ptr, pt0, pt1, pt2, pt3, FMT, GROUP,
-                          BN, BK, DT, MAGIC, PTX)
+                          BN, BK, DT, MAGIC, PTX, TILED)
         acc_g = _mma(acc_g, wg, xm, SWAP)
         wu = _weight_tile(w_ptr, su, e, I + j * BN, k0, stride_we, stride_wn, val_tab_ptr, pt0, pt1, pt2, pt3, FMT,
-                          GROUP, BN, BK, DT, MAGIC, PTX)
+                          GROUP, BN, BK, DT, MAGIC, PTX, TILED)
         acc_u = _mma(acc_u, wu, xm, SWAP)
     acc_g = _as_nm(acc_g, SWAP)
     acc_u = _as_nm(acc_u, SWAP)
@@ -360,20 +370,20 @@ def _w2_kernel(
     stride_we, stride_wn, stride_se, stride_sn,
     FMT: tl.constexpr, HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DT: tl.constexpr, MAGIC: tl.constexpr, PTX: tl.constexpr,
-    PAIR_ROWS: tl.constexpr, GROUP: tl.constexpr, SWAP: tl.constexpr,
+    PAIR_ROWS: tl.constexpr, GROUP: tl.constexpr, SWAP: tl.constexpr, TILED: tl.constexpr = False,
 ):
     e, j, pairs, valid, slots = _block(sorted_ptr, bexp_ptr, P, BM)
     if e < 0:
         return
     acc = _acc0(BN, BM, SWAP)
-    s_next = _scale_bits(s_ptr, e, j * BN, 0, K, stride_se, stride_sn, BN, BK, GROUP)
+    s_next = _scale_bits(s_ptr, e, j * BN, 0, K, stride_se, stride_sn, BN, BK, GROUP, TILED)
     for k0 in range(0, K, BK):
         sb = s_next
-        s_next = _scale_bits(s_ptr, e, j * BN, k0 + BK, K, stride_se, stride_sn, BN, BK, GROUP)
+        s_next = _scale_bits(s_ptr, e, j * BN, k0 + BK, K, stride_se, stride_sn, BN, BK, GROUP, TILED)
         kk = k0 + tl.arange(0, BK)
         hm = tl.load(inter_ptr + slots[:, None] * stride_im + kk[None, :]).to(DT)
         w = _weight_tile(w_ptr, sb, e, j * BN, k0, stride_we, stride_wn, val_tab_ptr, pt0, pt1, pt2, pt3, FMT, GROUP,
-                         BN, BK, DT, MAGIC, PTX)
+                         BN, BK, DT, MAGIC, PTX, TILED)
         acc = _mma(acc, w, hm, SWAP)
     acc = _as_nm(acc, SWAP)
     if HAS_S2:
@@ -423,7 +433,8 @@ def _packed(w, fmt, words):
 
 
 def launch_w13(x, w, s, s2, sorted_ids, block_expert, topk_weights, inter, val_tab,
-               num_pairs, topk, inter_size, fmt, weight_on_input, cfg, dot_fp32, table_words=None):
+               num_pairs, topk, inter_size, fmt, weight_on_input, cfg, dot_fp32, table_words=None, tiled=False):
+    """``tiled``: an NF3 tier in tiled layout (formats/nf3_tiled.py)."""
     K = x.shape[1]
     bk, bn = fit_tile(K, cfg["BK13"]), fit_tile(inter_size, cfg["BN13"])
     words = ptx_words(fmt, cfg, table_words, dot_fp32)
@@ -434,16 +445,17 @@ def launch_w13(x, w, s, s2, sorted_ids, block_expert, topk_weights, inter, val_t
         wp.stride(0), wp.stride(1), s.stride(0), s.stride(1),
         FMT=fmt, HAS_S2=s2 is not None, WEIGHT_ON_INPUT=weight_on_input,
         BM=cfg["BM"], BN=bn, BK=bk, DT=_dot_dtype(fmt, dot_fp32), MAGIC=e2m1_decode_mode(fmt, cfg),
-        PTX=words is not None, GROUP=_group(fmt), SWAP=bool(cfg.get("swap13", 0)),
+        PTX=words is not None, GROUP=_group(fmt), SWAP=bool(cfg.get("swap13", 0)), TILED=tiled,
         num_warps=cfg["warps"], num_stages=cfg["stages"],
     )
 
 
 def launch_w2(inter, w, s, s2, sorted_ids, block_expert, topk_weights, out, val_tab,
               num_pairs, topk, inter_size, fmt, weight_on_input, cfg, dot_fp32, table_words=None,
-              pair_rows=False):
+              pair_rows=False, tiled=False):
     """``pair_rows``: ``out`` is fp32 [pairs, N] and each routed pair's row is stored there;
-    else the rows are added atomically into the token rows of ``out`` [tokens, N]."""
+    else the rows are added atomically into the token rows of ``out`` [tokens, N].
+    ``tiled``: an NF3 tier in tiled layout (formats/nf3_tiled.py)."""
     N = out.shape[1]
     bk, bn = fit_tile(inter_size, cfg["BK2"]), fit_tile(N, cfg["BN2"])
     words = ptx_words(fmt, cfg, table_words, dot_fp32)
@@ -455,6 +467,6 @@ def launch_w2(inter, w, s, s2, sorted_ids, block_expert, topk_weights, out, val_
         FMT=fmt, HAS_S2=s2 is not None, WEIGHT_ON_INPUT=weight_on_input,
         BM=cfg["BM"], BN=bn, BK=bk, DT=_dot_dtype(fmt, dot_fp32), MAGIC=e2m1_decode_mode(fmt, cfg),
         PTX=words is not None, PAIR_ROWS=pair_rows, GROUP=_group(fmt),
-        SWAP=bool(cfg.get("swap2", 0)),
+        SWAP=bool(cfg.get("swap2", 0)), TILED=tiled,
         num_warps=cfg["warps"], num_stages=cfg["stages"],
     )

@@ -87,6 +87,78 @@ def unit_layout(vec):
                                       shape=list(vec.shape[:3]))
 
 
+@gluon.constexpr_function
+def tiled_layout(lw):
+    """LW over a tiled NF3 tier's order (formats/nf3_tiled.py): [BN/16 row blocks, NW
+    windows, t, g, r] for lane 4g + t's rows 16·block + g + 8r — the row pair r (LW's first
+    register) the trailing dimension, two consecutive words (or scale bytes) of one lane:
+    one 8-byte (2-byte) load."""
+    def five(b):
+        row, nw, t = (int(x) for x in b)
+        return [row // 16, nw, t, row % 8, 0]
+
+    reg = [list(b) for b in lw.reg_bases]
+    if reg[0] != [8, 0, 0]:
+        raise ValueError(f"tiled NF3 loads need LW's first register to be the row pair (+8 rows), got {reg[0]}")
+    bn, nw, _ = (int(x) for x in lw.shape)
+    return gl.DistributedLinearLayout(reg_bases=[[0, 0, 0, 0, 1]] + [five(b) for b in reg[1:]],
+                                      lane_bases=[five(b) for b in lw.lane_bases],
+                                      warp_bases=[five(b) for b in lw.warp_bases], block_bases=[],
+                                      shape=[bn // 16, nw, 4, 8, 2])
+
+
+@gluon.constexpr_function
+def untiled_layout(tl5):
+    """``tiled_layout``'s LW back: [16·block + 8r + g, window, t]."""
+    def three(b):
+        blk, nw, t, g, r = (int(x) for x in b)
+        return [16 * blk + 8 * r + g, nw, t]
+
+    shape = [int(x) for x in tl5.shape]
+    return gl.DistributedLinearLayout(reg_bases=[three(b) for b in tl5.reg_bases],
+                                      lane_bases=[three(b) for b in tl5.lane_bases],
+                                      warp_bases=[three(b) for b in tl5.warp_bases], block_bases=[],
+                                      shape=[shape[0] * 16, shape[1], 4])
+
+
+@gluon.constexpr_function
+def _axis_slice(layout, dim):
+    """The 1-D layout of dimension ``dim`` of ``layout`` (the others sliced off, last first)."""
+    dim = int(dim)
+    out = layout
+    for d in reversed(range(len(layout.shape))):
+        if d != dim:
+            out = gl.SliceLayout(d, out)
+    return out
+
+
+@gluon.jit
+def _index5(n: gl.constexpr, dim: gl.constexpr, layout: gl.constexpr):
+    """arange(n) along ``dim`` of a rank-5 tensor of ``layout``, size 1 along the others."""
+    v = gl.arange(0, n, layout=_axis_slice(layout, dim))
+    if dim != 0:
+        v = gl.expand_dims(v, 0)
+    if dim != 1:
+        v = gl.expand_dims(v, 1)
+    if dim != 2:
+        v = gl.expand_dims(v, 2)
+    if dim != 3:
+        v = gl.expand_dims(v, 3)
+    if dim != 4:
+        v = gl.expand_dims(v, 4)
+    return v
+
+
+@gluon.jit
+def _tile_rows(x):
+    """A tiled load [BN/16, NW, t, g, r] as LW's [BN, NW, 4] (the reshape only renames
+    registers)."""
+    LW: gl.constexpr = untiled_layout(x.type.layout)
+    v = gl.permute(x, [0, 4, 3, 1, 2])
+    v = gl.reshape(v, [x.shape[0] * 16, x.shape[1], 4])
+    return gl.convert_layout(v, LW, assert_trivial=True)
+
+
 @gluon.jit
 def _unit(x, LW: gl.constexpr):
     """A word (or byte) split off a lane's vector, in LW (the split only renames registers)."""
@@ -193,10 +265,16 @@ def _a_half(ws, sc, h: gl.constexpr, pt0, pt1, pt2, pt3, FMT: gl.constexpr, BN: 
 
 
 @gluon.jit
-def _load_group(wp, sp, kw, ks, FMT: gl.constexpr):
+def _load_group(wp, sp, kw, ks, FMT: gl.constexpr, TILED: gl.constexpr = False):
     """The lanes' words and scale bytes of the K step whose first group is kw words / ks
     scale bytes on from the pointers."""
-    if FMT == 0:
+    if TILED:
+        # formats/nf3_tiled.py: a lane's two rows of one word are 8 contiguous bytes, a
+        # warp's 256 (row-major, each 4-byte load of a warp touched the 8 rows its lanes
+        # span: ncu, session 15, 7.4 of 32 bytes used per sector, the L1 pipe at 64-69 %)
+        ws = (_tile_rows(gl.load(wp + kw)), _tile_rows(gl.load(wp + kw + 64)), _tile_rows(gl.load(wp + kw + 128)))
+        sc = (_tile_rows(gl.load(sp + ks)),)
+    elif FMT == 0:
         ws = (gl.load(wp + kw), gl.load(wp + kw + 1), gl.load(wp + kw + 2))
         sc = (gl.load(sp + ks),)
     else:
@@ -217,9 +295,11 @@ def _load_group(wp, sp, kw, ks, FMT: gl.constexpr):
 
 
 @gluon.jit
-def _step_offsets(k, FMT: gl.constexpr):
+def _step_offsets(k, FMT: gl.constexpr, TILED: gl.constexpr = False):
     """(words, scale bytes) from the first K step's pointers to step k's."""
-    if FMT == 0:
+    if TILED:
+        r = (k // 128 * 192, k // 128 * 64)  # one 16 × 128 tile per window
+    elif FMT == 0:
         r = (k // 32 * 3, k // 32)
     else:
         # k is a whole number of 128-wide windows: written so the compiler sees the
@@ -230,9 +310,18 @@ def _step_offsets(k, FMT: gl.constexpr):
 
 @gluon.jit
 def _group_ptrs(w_ptr, s_ptr, e, row0, stride_we, stride_wn, stride_se, stride_sn, BN: gl.constexpr,
-                BK: gl.constexpr, LW: gl.constexpr, FMT: gl.constexpr):
-    """Word and scale pointers of each lane's 32 weights in the first K step (rows row0..)."""
-    if FMT == 0:
+                BK: gl.constexpr, LW: gl.constexpr, FMT: gl.constexpr, TILED: gl.constexpr = False):
+    """Word and scale pointers of each lane's 32 weights in the first K step (rows row0..);
+    ``TILED``: pointers [BN/16, NW, t, g, r] (``tiled_layout``) to the first word of each
+    lane's row pair, the others 64 and 128 words on."""
+    if TILED:
+        V: gl.constexpr = tiled_layout(LW)
+        rows16 = (row0 + 16 * _index5(BN // 16, 0, V)).to(gl.int64)
+        lane2 = 2 * (4 * _index5(8, 3, V) + _index5(4, 2, V)) + _index5(2, 4, V)
+        win = _index5(BK // 128, 1, V)
+        wp = w_ptr + e.to(gl.int64) * stride_we + rows16 * stride_wn + win * 192 + lane2
+        sp = s_ptr + e.to(gl.int64) * stride_se + rows16 * stride_sn + win * 64 + lane2
+    elif FMT == 0:
         rows = (_index3(BN, 0, LW) + row0).to(gl.int64)
         grp = _index3(BK // 128, 1, LW) * 4 + _index3(4, 2, LW)
         wp = w_ptr + e.to(gl.int64) * stride_we + rows * stride_wn + grp * 3
@@ -315,7 +404,7 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
                  pt0, pt1, pt2, pt3, P, topk, K, I, stride_we, stride_wn, stride_se, stride_sn,
                  FMT: gl.constexpr, HAS_S2: gl.constexpr, WEIGHT_ON_INPUT: gl.constexpr, BM: gl.constexpr,
                  BN: gl.constexpr, BK: gl.constexpr, MMA: gl.constexpr, LW: gl.constexpr, XL: gl.constexpr,
-                 SPLIT: gl.constexpr = 1):
+                 SPLIT: gl.constexpr = 1, TILED: gl.constexpr = False):
     """Gate and up rows [j·BN, +BN) of one expert block; silu(gate)·up into the
     intermediate cache, columns in activation order. ``x_ptr``: fp16 activations in
     activation order (mma_tiles.activation_order). ``SPLIT`` 2: each K step multiplied in
@@ -332,20 +421,20 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
     tok_x = gl.where(pairs_x < P, pairs_x // topk, 0).to(gl.int64)
     xp = (x_ptr + gl.expand_dims(tok_x, 0) * stride_xm
           + gl.expand_dims(gl.arange(0, BK // SPLIT, layout=gl.SliceLayout(1, XL)), 1))
-    gw, gs = _group_ptrs(w_ptr, s_ptr, e, j * BN, stride_we, stride_wn, stride_se, stride_sn, BN, BK, LW, FMT)
+    gw, gs = _group_ptrs(w_ptr, s_ptr, e, j * BN, stride_we, stride_wn, stride_se, stride_sn, BN, BK, LW, FMT, TILED)
     uw = gw + I * stride_wn
     us = gs + I * stride_sn
     acc_g = gl.zeros([BN, BM], gl.float32, MMA)
     acc_u = gl.zeros([BN, BM], gl.float32, MMA)
-    gwd, gsc = _load_group(gw, gs, 0, 0, FMT)
-    uwd, usc = _load_group(uw, us, 0, 0, FMT)
+    gwd, gsc = _load_group(gw, gs, 0, 0, FMT, TILED)
+    uwd, usc = _load_group(uw, us, 0, 0, FMT, TILED)
     for k0 in range(0, K, BK):
         xb = _b_operand(xp + k0, B_DOT)
         # the next step's words in flight while this one is decoded (the last step reloads
         # its own: no mask, no zero-fill)
-        kw, ks = _step_offsets(gl.minimum(k0 + BK, K - BK), FMT)
-        ngw, ngs = _load_group(gw, gs, kw, ks, FMT)
-        nuw, nus = _load_group(uw, us, kw, ks, FMT)
+        kw, ks = _step_offsets(gl.minimum(k0 + BK, K - BK), FMT, TILED)
+        ngw, ngs = _load_group(gw, gs, kw, ks, FMT, TILED)
+        nuw, nus = _load_group(uw, us, kw, ks, FMT, TILED)
         if SPLIT == 1:
             acc_g = mma_v2(_a_operand(gwd, gsc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT), xb, acc_g)
             acc_u = mma_v2(_a_operand(uwd, usc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT), xb, acc_u)
@@ -368,7 +457,7 @@ def mma2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr
                 pt0, pt1, pt2, pt3, P, topk, K, stride_we, stride_wn, stride_se, stride_sn,
                 FMT: gl.constexpr, HAS_S2: gl.constexpr, WEIGHT_ON_INPUT: gl.constexpr, PAIR_ROWS: gl.constexpr,
                 BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, MMA: gl.constexpr, LW: gl.constexpr,
-                XL: gl.constexpr, SPLIT: gl.constexpr = 1):
+                XL: gl.constexpr, SPLIT: gl.constexpr = 1, TILED: gl.constexpr = False):
     """Down rows [j·BN, +BN) of one expert block from the intermediate cache (K = the
     intermediate size, in activation order): each pair's fp32 row stored (PAIR_ROWS) or
     added atomically into its token's row."""
@@ -383,13 +472,13 @@ def mma2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr
     slots_x = (blk * BM + gl.arange(0, BM, layout=gl.SliceLayout(0, XL))).to(gl.int64)
     hp = (inter_ptr + gl.expand_dims(slots_x, 0) * stride_im
           + gl.expand_dims(gl.arange(0, BK // SPLIT, layout=gl.SliceLayout(1, XL)), 1))
-    wp, sp = _group_ptrs(w_ptr, s_ptr, e, j * BN, stride_we, stride_wn, stride_se, stride_sn, BN, BK, LW, FMT)
+    wp, sp = _group_ptrs(w_ptr, s_ptr, e, j * BN, stride_we, stride_wn, stride_se, stride_sn, BN, BK, LW, FMT, TILED)
     acc = gl.zeros([BN, BM], gl.float32, MMA)
-    wd, sc = _load_group(wp, sp, 0, 0, FMT)
+    wd, sc = _load_group(wp, sp, 0, 0, FMT, TILED)
     for k0 in range(0, K, BK):
         hb = _b_operand(hp + k0, B_DOT)
-        kw, ks = _step_offsets(gl.minimum(k0 + BK, K - BK), FMT)
-        nwd, nsc = _load_group(wp, sp, kw, ks, FMT)
+        kw, ks = _step_offsets(gl.minimum(k0 + BK, K - BK), FMT, TILED)
+        nwd, nsc = _load_group(wp, sp, kw, ks, FMT, TILED)
         if SPLIT == 1:
             acc = mma_v2(_a_operand(wd, sc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT), hb, acc)
         else:

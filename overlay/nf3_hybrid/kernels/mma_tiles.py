@@ -223,22 +223,22 @@ def _kernel_tiles(cfg: dict, size: int, gemm: str) -> tuple:
 
 
 def launch_w13(xp, w13, s13, s13_2, sorted_ids, block_expert, topk_weights, inter, num_pairs, topk, inter_size,
-               fmt, weight_on_input, cfg, words):
+               fmt, weight_on_input, cfg, words, tiled=False):
     """``xp``: fp16 activations in activation order; ``w13``: the tier's packed codes [E,
-    2I, ·] bytes (NF3 in nibble layout, or e2m1 with fmt 1 and its global scales
-    ``s13_2`` [E, 2]); ``inter``: fp16 [slots, ≥ I], written in activation order;
-    ``words``: ``table_words``."""
+    2I, ·] bytes (NF3 in nibble layout — ``tiled``: with its scales in tiled layout,
+    formats/nf3_tiled.py — or e2m1 with fmt 1 and its global scales ``s13_2`` [E, 2]);
+    ``inter``: fp16 [slots, ≥ I], written in activation order; ``words``: ``table_words``."""
     kernel, bn, warps, tiles = _kernel_tiles(cfg, inter_size, "13")
     w = w13.view(torch.int32)
     kernel[(block_expert.numel(), inter_size // bn)](
         xp, xp.stride(0), w, s13, s13_2 if s13_2 is not None else s13, sorted_ids, block_expert, topk_weights,
         inter, inter.stride(0), *words, num_pairs, topk, xp.shape[1], inter_size, w.stride(0), w.stride(1),
         s13.stride(0), s13.stride(1), FMT=fmt, HAS_S2=s13_2 is not None, WEIGHT_ON_INPUT=weight_on_input, **tiles,
-        num_warps=warps, **launch_options(cfg))
+        TILED=_tiled(fmt, tiled), num_warps=warps, **launch_options(cfg))
 
 
 def launch_w2(inter, w2, s2, s2_2, sorted_ids, block_expert, topk_weights, out, num_pairs, topk, inter_size,
-              fmt, weight_on_input, cfg, words, pair_rows):
+              fmt, weight_on_input, cfg, words, pair_rows, tiled=False):
     """``out``: fp32 [pairs, hidden] (``pair_rows``) or [tokens, hidden] added into."""
     hidden = out.shape[1]
     kernel, bn, warps, tiles = _kernel_tiles(cfg, hidden, "2")
@@ -247,4 +247,10 @@ def launch_w2(inter, w2, s2, s2_2, sorted_ids, block_expert, topk_weights, out, 
         inter, inter.stride(0), w, s2, s2_2 if s2_2 is not None else s2, sorted_ids, block_expert, topk_weights,
         out, out.stride(0), *words, num_pairs, topk, inter_size, w.stride(0), w.stride(1), s2.stride(0),
         s2.stride(1), FMT=fmt, HAS_S2=s2_2 is not None, WEIGHT_ON_INPUT=weight_on_input, PAIR_ROWS=pair_rows,
-        **tiles, num_warps=warps, **launch_options(cfg))
+        **tiles, TILED=_tiled(fmt, tiled), num_warps=warps, **launch_options(cfg))
+
+
+def _tiled(fmt: int, tiled: bool) -> bool:
+    if tiled and fmt != 0:
+        raise ValueError("the tiled layout is NF3's (formats/nf3_tiled.py); this tier's format is e2m1")
+    return bool(tiled)

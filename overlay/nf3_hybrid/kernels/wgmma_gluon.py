@@ -113,7 +113,7 @@ def wg13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw
                 FMT: gl.constexpr, HAS_S2: gl.constexpr, WEIGHT_ON_INPUT: gl.constexpr, BM: gl.constexpr,
                 BN: gl.constexpr, BK: gl.constexpr, MMA: gl.constexpr, LW: gl.constexpr, XL: gl.constexpr,
                 SHL: gl.constexpr, STAGES: gl.constexpr, TAIL: gl.constexpr = 0, MMA_T: gl.constexpr = None,
-                XL_T: gl.constexpr = None):
+                XL_T: gl.constexpr = None, TILED: gl.constexpr = False):
     """Gate and up rows [j·BN, +BN) of one expert block of BM routed pairs (and TAIL more,
     tile option ``wg_tail``: mma_tiles.block_slots); silu(gate)·up into the intermediate
     cache, columns in activation order (mma_gluon.mma13_kernel's contract). ``x_ptr``: fp16
@@ -143,19 +143,19 @@ def wg13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw
         if TAIL > 0:
             _b_tail_copy(bts, xtp, s, K, has_tail, BK, STAGES, XL_T)
         _b_issue(bs, xp, s, K, BK, STAGES, XL)
-    gw, gs = _group_ptrs(w_ptr, s_ptr, e, j * BN, stride_we, stride_wn, stride_se, stride_sn, BN, BK, LW, FMT)
+    gw, gs = _group_ptrs(w_ptr, s_ptr, e, j * BN, stride_we, stride_wn, stride_se, stride_sn, BN, BK, LW, FMT, TILED)
     uw = gw + I * stride_wn
     us = gs + I * stride_sn
     acc_g = gl.zeros([BN, BM], gl.float32, MMA)
     acc_u = gl.zeros([BN, BM], gl.float32, MMA)
-    gwd, gsc = _load_group(gw, gs, 0, 0, FMT)
-    uwd, usc = _load_group(uw, us, 0, 0, FMT)
+    gwd, gsc = _load_group(gw, gs, 0, 0, FMT, TILED)
+    uwd, usc = _load_group(uw, us, 0, 0, FMT, TILED)
     for i in range(0, K // BK):
         # the next step's words in flight while this one is decoded (the last step reloads
         # its own: no mask, no zero-fill)
-        kw, ks = _step_offsets(gl.minimum(i * BK + BK, K - BK), FMT)
-        ngw, ngs = _load_group(gw, gs, kw, ks, FMT)
-        nuw, nus = _load_group(uw, us, kw, ks, FMT)
+        kw, ks = _step_offsets(gl.minimum(i * BK + BK, K - BK), FMT, TILED)
+        ngw, ngs = _load_group(gw, gs, kw, ks, FMT, TILED)
+        nuw, nus = _load_group(uw, us, kw, ks, FMT, TILED)
         a = _a_operand(gwd, gsc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT)
         b = _b_ready(bs, i, STAGES)
         if TAIL > 0:
@@ -190,7 +190,7 @@ def wg2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr,
                FMT: gl.constexpr, HAS_S2: gl.constexpr, WEIGHT_ON_INPUT: gl.constexpr, PAIR_ROWS: gl.constexpr,
                BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, MMA: gl.constexpr, LW: gl.constexpr,
                XL: gl.constexpr, SHL: gl.constexpr, STAGES: gl.constexpr, TAIL: gl.constexpr = 0,
-               MMA_T: gl.constexpr = None, XL_T: gl.constexpr = None):
+               MMA_T: gl.constexpr = None, XL_T: gl.constexpr = None, TILED: gl.constexpr = False):
     """Down rows [j·BN, +BN) of one expert block (BM slots, and TAIL more as in wg13_kernel)
     from the intermediate cache (K = the intermediate size, in activation order): each
     pair's fp32 row stored (PAIR_ROWS) or added atomically into its token's row
@@ -217,12 +217,12 @@ def wg2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr,
         if TAIL > 0:
             _b_tail_copy(bts, htp, s, K, has_tail, BK, STAGES, XL_T)
         _b_issue(bs, hp, s, K, BK, STAGES, XL)
-    wp, sp = _group_ptrs(w_ptr, s_ptr, e, j * BN, stride_we, stride_wn, stride_se, stride_sn, BN, BK, LW, FMT)
+    wp, sp = _group_ptrs(w_ptr, s_ptr, e, j * BN, stride_we, stride_wn, stride_se, stride_sn, BN, BK, LW, FMT, TILED)
     acc = gl.zeros([BN, BM], gl.float32, MMA)
-    wd, sc = _load_group(wp, sp, 0, 0, FMT)
+    wd, sc = _load_group(wp, sp, 0, 0, FMT, TILED)
     for i in range(0, K // BK):
-        kw, ks = _step_offsets(gl.minimum(i * BK + BK, K - BK), FMT)
-        nwd, nsc = _load_group(wp, sp, kw, ks, FMT)
+        kw, ks = _step_offsets(gl.minimum(i * BK + BK, K - BK), FMT, TILED)
+        nwd, nsc = _load_group(wp, sp, kw, ks, FMT, TILED)
         a = _a_operand(wd, sc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT)
         b = _b_ready(bs, i, STAGES)
         if TAIL > 0:
