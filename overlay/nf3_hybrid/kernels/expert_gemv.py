@@ -248,9 +248,14 @@ def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, st
         i = tl.arange(0, R * U)
         rows = _row_of(i // U, row0, up_off, PAIRED, TILED)
         unit = i % U
-        wo, so = nf3_group_offsets(rows, unit, stride_wn, stride_sn, TILED)
-        p = wbase + wo
-        q = sbase + so
+        if TILED:
+            p = wbase + nf3_tiled_offset(rows, unit, stride_wn, 192)
+            q = sbase + nf3_tiled_offset(rows, unit, stride_sn, 64)
+        else:
+            p = wbase + rows * stride_wn + unit * 3
+            # one scale byte per unit; contiguity hidden so that each lane loads its own
+            # unit's byte (a vectorised load would give a thread four units, another layout)
+            q = sbase + rows * stride_sn + tl.max_contiguous(unit, 1)
         WS: tl.constexpr = 64 if TILED else 1  # from one of a group's words to the next
         d0n = tl.load(p)
         d1n = tl.load(p + WS)
@@ -304,22 +309,14 @@ def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, st
 
 
 @triton.jit
-def nf3_group_offsets(rows, unit, stride_wn, stride_sn, TILED: tl.constexpr):
-    """(word offset of the first word of group ``unit`` of each row, offset of its scale
-    byte) in an NF3 matrix — its next word 1 on, or 64 when tiled: nibble words row-major,
-    or tiled (formats/nf3_tiled.py: a 16-row × 128-column tile's words ordered [word][lane]
-    [row pair], its scales [lane][row pair]). Also the grouped tiles' (expert_mlp.py)."""
-    if TILED:
-        lane2 = 2 * (4 * (rows % 8) + unit % 4) + (rows % 16) // 8
-        blk = rows // 16 * 16
-        w = blk * stride_wn + unit // 4 * 192 + lane2
-        q = blk * stride_sn + unit // 4 * 64 + lane2
-    else:
-        w = rows * stride_wn + unit * 3
-        # one scale byte per unit; contiguity hidden so that each lane loads its own unit's
-        # byte (a vectorised load would give a thread four units, another layout)
-        q = rows * stride_sn + tl.max_contiguous(unit, 1)
-    return w, q
+def nf3_tiled_offset(rows, unit, stride_n, TILE: tl.constexpr):
+    """Offset of group ``unit`` of each row in a tiled NF3 matrix (formats/nf3_tiled.py) of
+    row stride ``stride_n``: of its first word with TILE 192 (a 16-row × 128-column tile's
+    words, ordered [word][lane][row pair]: its next words 64 and 128 on), of its scale byte
+    with TILE 64 (the tile's scales, [lane][row pair]). Also the grouped tiles'
+    (expert_mlp.py)."""
+    return (rows // 16 * 16 * stride_n + unit // 4 * TILE + 2 * (4 * (rows % 8) + unit % 4)
+            + (rows % 16) // 8)
 
 
 @triton.jit
@@ -439,7 +436,8 @@ def _gemv2_kernel(
 ):
     p, j, cols, la, lb, rw = _pair(ids_ptr, tw_ptr, a_map, b_map, HAS_A, HAS_B, BN)
     hrow = h_ptr + p.to(tl.int64) * stride_h
-    yrow = y_ptr + p.to(tl.int64) * stride_y + cols
+    ybase = y_ptr + p.to(tl.int64) * stride_y
+    yrow = ybase + cols
     if la >= 0:
         acc = _rows_dot(a_w, a_s, la, j * BN, 0, a_swe, a_swn, a_sse, a_ssn, hrow, I, a_vtab, a_stab,
                         a_t0, a_t1, a_t2, 0, A_FMT, A_GROUP, BN, BK, ASM, False, PDL)
@@ -453,7 +451,7 @@ def _gemv2_kernel(
                         b_t0, b_t1, b_t2, b_t3, 0, 32, BN, BK, ASM, False, PDL, B_TILED)
         if not WEIGHT_ON_INPUT:
             acc *= rw
-        tl.store(yrow - cols + tiled_row(cols, B_TILED), acc)
+        tl.store(ybase + tiled_row(cols, B_TILED), acc)
     else:
         tl.store(yrow, tl.zeros([BN], dtype=tl.float32))
     if PDL:

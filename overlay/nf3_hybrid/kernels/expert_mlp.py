@@ -72,7 +72,7 @@ import triton
 import triton.language as tl
 
 from . import fit_tile
-from .expert_gemv import nf3_fourth_word, nf3_group_offsets
+from .expert_gemv import nf3_fourth_word, nf3_tiled_offset
 from .ptx_decode import (E2M1_TABLE_WORDS, E2M1_VALUES_ASM, E2M1_VALUES_CONSTRAINTS, NF3_VALUES_ASM,
                          NF3_VALUES_CONSTRAINTS)
 
@@ -106,11 +106,11 @@ def _scale_bits(s_ptr, e, row0, k0, K, stride_se, stride_sn, BN: tl.constexpr, B
     """The group-scale bytes of W[row0:row0+BN, k0:k0+BK] (zeros past K). Loaded one K-step
     ahead by the kernels: a 1-byte load is not pipelined by Triton, and waiting for it in
     every step left the prefill kernels mostly stalled. ``TILED``: an NF3 tier in tiled
-    layout (expert_gemv.nf3_group_offsets)."""
+    layout (expert_gemv.nf3_tiled_offset)."""
     rows = (row0 + tl.arange(0, BN)).to(tl.int64)
     grp = k0 // GROUP + tl.arange(0, BK // GROUP)
     if TILED:
-        off = nf3_group_offsets(rows[:, None], grp[None, :], 0, stride_sn, True)[1]
+        off = nf3_tiled_offset(rows[:, None], grp[None, :], stride_sn, 64)
     else:
         off = rows[:, None] * stride_sn + grp[None, :]
     return tl.load(s_ptr + e.to(tl.int64) * stride_se + off, mask=grp[None, :] < K // GROUP, other=0)
@@ -146,7 +146,7 @@ def _nf3_tile(w_ptr, sbits, e, row0, k0, stride_we, stride_wn, vtab_ptr, pt0, pt
     rows = (row0 + tl.arange(0, BN)).to(tl.int64)
     grp = k0 // 32 + tl.arange(0, G)
     if TILED:
-        off = nf3_group_offsets(rows[:, None], grp[None, :], stride_wn, 0, True)[0]
+        off = nf3_tiled_offset(rows[:, None], grp[None, :], stride_wn, 192)
     else:
         off = rows[:, None] * stride_wn + grp[None, :] * 3
     p = w_ptr + e.to(tl.int64) * stride_we + off
