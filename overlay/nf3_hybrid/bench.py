@@ -328,6 +328,10 @@ SWEEP = {
         # with 17-32 pairs takes one block, its tail multiplied only then (compile_probe,
         # Triton 3.6: gate/up 128 registers, 492 NF3 loop instructions a K step against 437)
         dict(_WG, BM=16, wg_tail=16),
+        # session 17: gate and up rows in one tile (wg_gu; compile_probe, Triton 3.6: NF3 tiled
+        # gate/up 72 registers at 16 slots) — 569 / 562 / 608 against 524 / 540 / 593 µs
+        # (sweep_h200_s17_gu.json; every class there)
+        dict(_WG, BM=16, wg_gu=1),
         # session 15, dropped (the record of all three classes in docs/measurements.md):
         # each step's first MMA in flight while its second weight tile is decoded (wg_async,
         # s15_runs/wg_async.patch; the same bits) 625 / 642 / 703 against 632 / 650 / 711 µs;
@@ -362,6 +366,8 @@ SWEEP = {
         # against 785 / 829, wg_ashared 1071 / 1131 (one buffer) and 1269 / 1330 (two)
         # against 780 / 821 (see "narrow")
         dict(_WG, BM=32, wg_maxnreg=128),
+        # session 17: gate and up rows in one tile (wg_gu) — 775 / 779 against 686 / 720 µs
+        dict(_WG, BM=32, wg_gu=1),
     ],
     # session 14: the mid class's blocks with a 16-slot tail, on wgmma only (triton_tiers:
     # WGMMA_MID_TOKENS to WIDE_TOKENS; compile_probe, Triton 3.6: gate/up 167 registers
@@ -376,6 +382,9 @@ SWEEP = {
         # and slower — 1023 / 1151 against 910 / 1020 µs at 1024 / 1280. Dropped: wg_async
         # 961 / 1080 against 902 / 1014, wg_ashared 1405 / 1588 against 899 / 1015
         dict(_WG, BM=32, wg_tail=16, wg_maxnreg=128),
+        # session 17: gate and up rows in one tile (wg_gu; compile_probe, Triton 3.6: NF3 tiled
+        # gate/up 96 registers at 32 + 16 slots against 167) — 874 / 1014 against 818 / 935 µs
+        dict(_WG, BM=32, wg_tail=16, wg_gu=1),
     ],
     "large": [
         dict(BM=64, BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=1, ptx=1),
@@ -435,6 +444,12 @@ SWEEP = {
         # session 15: wg_async 1335 / 2630 against 1313 / 2601, wg_ashared 1810 / 3566 (one
         # buffer) and 1859 / 3694 (two) against 1300 / 2590 (see "narrow")
         dict(_WG, BM=64, wg_tail=16, wg_maxnreg=168),
+        # session 17: gate and up rows in one tile (wg_gu; compile_probe, Triton 3.6: NF3 tiled
+        # gate/up 127 registers at 64 + 16 slots against 221, four programs an SM instead of
+        # two) — 1296 against 1219 µs at 2048 tokens; 128 + 16 slots over 4096-token chunks
+        # (each weight decoded once; bench_moe_h200_s17_huge.json) 2678 against 2508 µs in
+        # two passes of 64 + 16 (mma_tiles.wgmma_gu)
+        dict(_WG, BM=64, wg_tail=16, wg_gu=1),
         # session 13, dropped: the MMAs asynchronous, overlapping the next step's decode
         # (its wg_async, s13_runs/wg_async.patch): wrong results on the H200, and no faster as
         # timed — 1622 / 3270 µs at 2048 / 4096 against 1615 / 3231 (BM=64), BM=128 on
@@ -574,6 +589,12 @@ def set_gemv_tokens(n: int):
 def main(args) -> int:
     if args.gemv_tokens is not None:
         set_gemv_tokens(args.gemv_tokens)
+    if args.chunk_tokens is not None:
+        from .backends import triton_tiers
+
+        if args.chunk_tokens < 1:
+            raise ValueError(f"--chunk-tokens {args.chunk_tokens}: at least 1")
+        triton_tiers.CHUNK_TOKENS = args.chunk_tokens  # read when a workspace is planned
     shapes = [GLM52, TINY] if args.shape == "all" else [GLM52 if args.shape == "glm5.2" else TINY]
     if args.inter:
         shapes = [dict(s, inters=tuple(args.inter)) for s in shapes]

@@ -219,6 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="time the grouped classes at the tiles a --sweep chose (its JSON, key kernel_configs.chosen)")
     b.add_argument("--gemv-tokens", type=int, help="batch sizes up to this take the per-pair decode path "
                    "(default: the built-in threshold)")
+    b.add_argument("--chunk-tokens", type=int, help="tokens a pass of the grouped path at most "
+                   "(default: the built-in CHUNK_TOKENS; larger batches run in passes)")
     b.add_argument("--breakdown", action="store_true", help="only: per-kernel GPU time of the hybrid layer")
     b.add_argument("--ours-only", action="store_true",
                    help="time only the hybrid kernels (no vLLM needed: for kernel work on a bare GPU host)")

@@ -382,7 +382,7 @@ def test_profiling_marks_only_where_all_four_are_recorded(monkeypatch):
     assert all(e.t is not None for e in evs)
 
 
-def _grouped_only(monkeypatch, cls, tokens, n_kept, seed, wgmma=False):
+def _grouped_only(monkeypatch, cls, tokens, n_kept, seed, wgmma=False, nf3_layout=None):
     """A hybrid layer (GPU tiles, hidden 1024, I 512, 64 experts, top-8) whose every batch
     takes the grouped path, and each grouped class's default tiles; ``tokens`` must all
     fall in class ``cls``. Without ``wgmma`` its tiers are kept off the wgmma kernels (on
@@ -391,7 +391,7 @@ def _grouped_only(monkeypatch, cls, tokens, n_kept, seed, wgmma=False):
     from nf3_hybrid.backends import executor, triton_tiers
 
     monkeypatch.setattr(executor, "GEMV_TOKENS", 0)
-    ref, tri, ws = build("nvfp4", n_kept, 64, 1024, 512, 2048, 8, seed=seed)
+    ref, tri, ws = build("nvfp4", n_kept, 64, 1024, 512, 2048, 8, seed=seed, nf3_layout=nf3_layout)
     if not wgmma:
         for t in tri.triton:
             t.wgmma = False
@@ -538,10 +538,11 @@ def test_wgmma_tiles_match_the_mma_tiles_and_the_reference(monkeypatch, cls, m, 
     assert torch.equal(tri.forward(x, w, ids, weights_on_input=on_input), got[1])  # reproducible
 
 
-def _wgmma_blocks(monkeypatch, cls, m, slots, seed, routing_seed):
+def _wgmma_blocks(monkeypatch, cls, m, slots, seed, routing_seed, nf3_layout=None):
     """``_grouped_only``'s layer on the wgmma kernels, its workspace planned for blocks of
     ``slots`` routing slots, and m tokens' activations and routing."""
-    ref, tri, ws, classes = _grouped_only(monkeypatch, cls, (m,), n_kept=24, seed=seed, wgmma=True)
+    ref, tri, ws, classes = _grouped_only(monkeypatch, cls, (m,), n_kept=24, seed=seed, wgmma=True,
+                                          nf3_layout=nf3_layout)
     ws.reserve(2048, 8, 1024, 512, 64, block_sizes=[slots])
     w, ids = routing(m, 64, 8, seed=routing_seed, device=DEV)
     x = (torch.randn(m, 1024, device=DEV) * 2).to(torch.bfloat16)
@@ -578,6 +579,36 @@ def test_wgmma_blocks_with_a_tail_match_the_blocks_without_and_the_reference(mon
     assert torch.isfinite(got[tail]).all()
     want = ref.forward(x, w, ids, weights_on_input=on_input)
     assert rel(got[tail], want) < TOL and rel(got[tail], got[0]) < TOL, (rel(got[tail], want), rel(got[tail], got[0]))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("bm,tail,layout", [(128, 16, "tiled"), (128, 0, "tiled"), (64, 16, "tiled"),
+                                            (128, 16, "nibble")])
+@pytest.mark.parametrize("on_input", [False, True])
+def test_wgmma_gate_and_up_rows_in_one_tile_match_two_tiles_and_the_reference(monkeypatch, bm, tail, layout,
+                                                                              on_input):
+    """Tile option ``wg_gu``: the gate/up kernel's tile holds gate rows and the up rows of
+    the same columns (half the columns a program, one accumulator, split in the epilogue)
+    — against the two-tile kernel of the same blocks and the reference, with and without a
+    tail, NF3 tiled and in nibble layout; 1500 tokens of top-8 of 64 give an expert ~190
+    pairs, so blocks of 144 slots come both full and with an empty tail. Outputs poisoned
+    before each run."""
+    if DEV != "cuda" or torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("warpgroup MMA: SM 9.x only")
+    from nf3_hybrid.backends import triton_tiers
+
+    ref, tri, ws, classes, x, w, ids = _wgmma_blocks(monkeypatch, "large", 1500, bm + tail, seed=67,
+                                                     routing_seed=1517, nf3_layout=layout)
+    assert any(t.tiled for t in tri.triton) == (layout == "tiled")
+    got = {}
+    for gu in (0, 1):
+        tiles = dict(triton_tiers.layer_tiles(dict(classes["large"]), tri.triton), BM=bm, wg_tail=tail, wg_gu=gu)
+        monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", {**classes, "large": tiles})
+        poison(ws)
+        got[gu] = tri.forward(x, w, ids, weights_on_input=on_input)
+    assert torch.isfinite(got[1]).all()
+    want = ref.forward(x, w, ids, weights_on_input=on_input)
+    assert rel(got[1], want) < TOL and rel(got[1], got[0]) < TOL, (rel(got[1], want), rel(got[1], got[0]))
 
 
 @pytest.mark.gpu

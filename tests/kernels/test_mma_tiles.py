@@ -53,15 +53,15 @@ def test_kernels_compile_for_sm90_with_register_only_operands(fmt, tiled, split,
         assert_vector_loads(ptx, fmt, tiled, kernel)
 
 
-def assert_vector_loads(ptx, fmt, tiled, kernel):
+def assert_vector_loads(ptx, fmt, tiled, kernel, tiles=2):
     """How the weights are loaded (mma_gluon._load_group says why). NVFP4 (fmt 1): each
     lane's two scale bytes by one 2-byte load and its four code words by one 16-byte load;
     the NF3 kernels' only 16-byte loads are the mma.sync kernels' activations, so the wgmma
     kernels' (activations by cp.async) tell the words' loads apart. NF3 in nibble layout:
     scales byte by byte, no 2-byte load; tiled (formats/nf3_tiled.py): a lane's two scales
     by one 2-byte load, no byte loads, and each of its words for both rows by one 8-byte
-    load — the gate/up kernels load no other 8-byte value, and load 3 words × 2 GEMMs ×
-    (the first step, the loop)."""
+    load — the gate/up kernels load no other 8-byte value, and load 3 words × ``tiles``
+    weight tiles (gate and up, or one under ``wg_gu``) × (the first step, the loop)."""
     if fmt == 1:
         assert "ld.global.b16" in ptx, kernel
         if kernel.startswith("wg"):
@@ -71,7 +71,7 @@ def assert_vector_loads(ptx, fmt, tiled, kernel):
     if kernel.startswith("wg"):
         assert "ld.global.v4.b32" not in ptx, kernel
     if "13" in kernel:
-        assert (ptx.count("ld.global.v2.b32") >= 12) == bool(tiled), (kernel, tiled)
+        assert (ptx.count("ld.global.v2.b32") >= 6 * tiles) == bool(tiled), (kernel, tiled)
 
 
 @pytest.mark.parametrize("fmt,bm,warps,tiled", [(0, 32, 4, 0), (0, 64, 4, 0), (1, 64, 4, 0), (0, 128, 8, 0),
@@ -105,6 +105,38 @@ def test_wgmma_kernels_with_a_tail_compile_with_both_mma_widths(fmt, bm, tail, t
         for n in (bm, tail):
             assert f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.f16.f16" in ptx, (kernel, n)
         assert "cp.async.cg.shared.global" in ptx and "ld.local" not in ptx, kernel
+
+
+@pytest.mark.parametrize("fmt,tiled", [(0, 1), (0, 0), (1, 0)])
+def test_gate_and_up_rows_in_one_wgmma_tile_compile_at_128_tokens_with_one_mma_a_slice(fmt, tiled, tmp_path):
+    """Tile option ``wg_gu``: the gate/up kernel decodes one 64-row tile a K step (gate and
+    up rows of 32 columns) and multiplies it once for the block and once for its tail —
+    8 + 8 wgmma of k16 where two tiles take 32 — at 128 tokens a block without spilling,
+    its weights loaded as the two-tile kernel loads them."""
+    if mma_tiles.wgmma_missing():
+        pytest.skip(f"no wgmma kernels in this Triton: {mma_tiles.wgmma_missing()}")
+    compile_probe(tmp_path, "--mma", "--cfg", f"wgmma=1,BM=128,fmt={fmt},wg_tail=16,wg_gu=1,tiled={tiled}")
+    ptx = (tmp_path / "wg13_kernel.ptx").read_text()
+    for n in (128, 16):
+        assert ptx.count(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.f16.f16") == mma_tiles.BK // 16, n
+    assert "ld.local" not in ptx
+    assert_vector_loads(ptx, fmt, tiled, "wg13_kernel", tiles=1)
+
+
+def test_gate_and_up_in_one_tile_is_a_wgmma_option_with_half_the_columns_a_program():
+    """``wg_gu``: the gate/up grid gets BN/2 columns a program (the down GEMM's tiles are
+    unchanged); without the wgmma kernels it is refused with the option named."""
+    with pytest.raises(ValueError, match="wg_gu"):
+        mma_tiles.wgmma_gu(dict(BM=64, wg_gu=1))
+    assert not mma_tiles.wgmma_gu(dict(BM=64, wgmma=1))
+    if mma_tiles.wgmma_missing():
+        pytest.skip(f"no wgmma kernels in this Triton: {mma_tiles.wgmma_missing()}")
+    cfg = dict(BM=128, wgmma=1, wg_gu=1)
+    _, rows13, _, tiles13 = mma_tiles._kernel_tiles(cfg, 512, "13")
+    _, rows2, _, tiles2 = mma_tiles._kernel_tiles(cfg, 6144, "2")
+    assert (rows13, tiles13["BN"], tiles13["GU"]) == (32, 64, True)
+    assert rows2 == tiles2["BN"] == 64 and "GU" not in tiles2
+    assert mma_tiles._kernel_tiles(dict(BM=128, wgmma=1), 512, "13")[1] == 64
 
 
 def test_a_register_cap_compiles_under_it_and_is_refused_where_ptxas_cannot_take_it(tmp_path):
@@ -205,6 +237,7 @@ def test_every_tier_on_wgmma_takes_the_wgmma_tiles_and_their_class_bounds():
         got = tt.layer_tiles(tt.grouped_config(m, False, tt.all_wgmma([wg, wg])), [wg, wg])
         assert got["wgmma"] == 1 and got["mma_kept"] == 1 and got["BM"] == bm, (m, got)
         assert mma_tiles.block_slots(got) == bm + tail, (m, got)
+        assert not got.get("wg_gu"), (m, got)  # measured slower in every class (session 17)
         assert "all_wgmma" not in got and "all_mma" not in got
         mixed = tt.layer_tiles(tt.grouped_config(m, False, tt.all_wgmma([wg, mma])), [wg, mma])
         assert not mixed.get("wgmma") and "all_wgmma" not in mixed

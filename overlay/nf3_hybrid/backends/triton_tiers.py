@@ -24,7 +24,12 @@ from .select import device_info
 # tokens per pass; larger batches run in several passes over the same scratch. Its
 # fp32 pair rows are tokens × top-k × hidden × 4 bytes: 403 MB at 2048 tokens for
 # GLM-5.2 (hidden 6144, top-8); a further pass re-reads the layer's weights (~1 GB per
-# rank at TP 4: ~0.25 ms against ~5 ms of compute for 2048 tokens).
+# rank at TP 4: ~0.25 ms against ~5 ms of compute for 2048 tokens). Session 17, H200,
+# GLM-5.2, hybrid layer: 4096-token chunks (805 MB of pair rows) no faster — I=512 2426 µs
+# at 4096 tokens on the large class's tiles (64 + 16 slots: two blocks an expert, as two
+# passes decode each weight twice) against 2508 in two passes; 2163 at 3072 (96 pairs an
+# expert: two blocks) against ~2015; I=2048 10269 against 9446 at 4096
+# (bench_moe_h200_s17_as_large.json), and 128 + 16-slot blocks slower still (wg_gu).
 CHUNK_TOKENS = 2048
 # at most this many tokens: the per-pair GEMV path (no routing sort); above: grouped GEMM.
 # H200, GLM-5.2 shape, I=512, one run's code: the GEMV took 1818 µs at 64 tokens

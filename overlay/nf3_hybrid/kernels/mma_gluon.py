@@ -309,37 +309,48 @@ def _step_offsets(k, FMT: gl.constexpr, TILED: gl.constexpr = False):
 
 
 @gluon.jit
+def _tile_row(t, row0, up_jump, BN: gl.constexpr, GU: gl.constexpr):
+    """Weight row of tile row ``t``: row0 + t, or with ``GU`` (gate and up rows in one tile,
+    wgmma_gluon.wg13_kernel) the up rows ``up_jump`` further for the tile's second half."""
+    if GU:
+        t = t + gl.where(t >= BN // 2, up_jump, 0)
+    return (t + row0).to(gl.int64)
+
+
+@gluon.jit
 def _group_ptrs(w_ptr, s_ptr, e, row0, stride_we, stride_wn, stride_se, stride_sn, BN: gl.constexpr,
-                BK: gl.constexpr, LW: gl.constexpr, FMT: gl.constexpr, TILED: gl.constexpr = False):
-    """Word and scale pointers of each lane's 32 weights in the first K step (rows row0..);
-    ``TILED``: pointers [BN/16, NW, t, g, r] (``tiled_layout``) to the first word of each
-    lane's row pair, the others 64 and 128 words on."""
+                BK: gl.constexpr, LW: gl.constexpr, FMT: gl.constexpr, TILED: gl.constexpr = False,
+                GU: gl.constexpr = False, up_jump=0):
+    """Word and scale pointers of each lane's 32 weights in the first K step (rows row0..,
+    the second half ``up_jump`` rows further with ``GU``: ``_tile_row``); ``TILED``:
+    pointers [BN/16, NW, t, g, r] (``tiled_layout``) to the first word of each lane's row
+    pair, the others 64 and 128 words on."""
     if TILED:
         V: gl.constexpr = tiled_layout(LW)
-        rows16 = (row0 + 16 * _index5(BN // 16, 0, V)).to(gl.int64)
+        rows16 = _tile_row(16 * _index5(BN // 16, 0, V), row0, up_jump, BN, GU)
         lane2 = 2 * (4 * _index5(8, 3, V) + _index5(4, 2, V)) + _index5(2, 4, V)
         win = _index5(BK // 128, 1, V)
         wp = w_ptr + e.to(gl.int64) * stride_we + rows16 * stride_wn + win * 192 + lane2
         sp = s_ptr + e.to(gl.int64) * stride_se + rows16 * stride_sn + win * 64 + lane2
     elif FMT == 0:
-        rows = (_index3(BN, 0, LW) + row0).to(gl.int64)
+        rows = _tile_row(_index3(BN, 0, LW), row0, up_jump, BN, GU)
         grp = _index3(BK // 128, 1, LW) * 4 + _index3(4, 2, LW)
         wp = w_ptr + e.to(gl.int64) * stride_we + rows * stride_wn + grp * 3
         sp = s_ptr + e.to(gl.int64) * stride_se + rows * stride_sn + grp
     else:
-        wp = _vector_ptrs(w_ptr, e, row0, stride_we, stride_wn, 4, BN, BK, LW)
-        sp = _vector_ptrs(s_ptr, e, row0, stride_se, stride_sn, 2, BN, BK, LW)
+        wp = _vector_ptrs(w_ptr, e, row0, stride_we, stride_wn, 4, BN, BK, LW, GU, up_jump)
+        sp = _vector_ptrs(s_ptr, e, row0, stride_se, stride_sn, 2, BN, BK, LW, GU, up_jump)
     return wp, sp
 
 
 @gluon.jit
 def _vector_ptrs(base, e, row0, stride_e, stride_n, N: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr,
-                 LW: gl.constexpr):
+                 LW: gl.constexpr, GU: gl.constexpr = False, up_jump=0):
     """[BN, NW, 4, N] pointers to each lane's N consecutive elements of its group — an
     NVFP4 group has 4 words and 2 scale bytes, so N is also the group's stride — the last
     dimension in the lane's registers (vector_layout)."""
     V: gl.constexpr = vector_layout(LW, N)
-    rows = (_index3_of4(BN, 0, V) + row0).to(gl.int64)
+    rows = _tile_row(_index3_of4(BN, 0, V), row0, up_jump, BN, GU)
     grp = _index3_of4(BK // 128, 1, V) * 4 + _index3_of4(4, 2, V)
     return base + e.to(gl.int64) * stride_e + rows * stride_n + grp * N + _index4(N, V)
 
@@ -361,7 +372,8 @@ def _store13(acc_g, acc_u, e, slot0, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, s
              WEIGHT_ON_INPUT: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, MMA: gl.constexpr):
     """The gate/up kernels' end (mma.sync and wgmma alike): accumulators [BN, BM] of gate
     and up rows j·BN.. of expert e's BM slots from ``slot0`` → silu(gate)·up, fp16, into
-    those slots of the intermediate cache, columns in activation order."""
+    those slots of the intermediate cache, columns in activation order. ``MMA``: the
+    accumulators' layout."""
     slots = slot0 + gl.arange(0, BM, layout=gl.SliceLayout(0, MMA))
     if HAS_S2:
         acc_g = acc_g * gl.load(s2_ptr + e * 2)
@@ -375,6 +387,29 @@ def _store13(acc_g, acc_u, e, slot0, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, s
     cols = _p_position(j * BN + gl.arange(0, BN, layout=gl.SliceLayout(1, MMA)))
     gl.store(inter_ptr + gl.expand_dims(slots.to(gl.int64), 0) * stride_im + gl.expand_dims(cols, 1),
              h.to(gl.float16))
+
+
+@gluon.constexpr_function
+def gu_layout(W):
+    """A [16·W, BM] layout in which each thread holds rows t and t + 8·W: a tile's gate and
+    up rows of one output column (tile option ``wg_gu``), which the wgmma accumulator puts
+    in different warps, so that ``_split_gu`` is a register split after one conversion."""
+    return gl.BlockedLayout(size_per_thread=[1, 4], threads_per_warp=[8, 4], warps_per_cta=[int(W), 1],
+                            order=[1, 0])
+
+
+@gluon.jit
+def _split_gu(acc, W: gl.constexpr):
+    """(gate, up) [BN/2, BM] of a ``wg_gu`` accumulator [BN, BM] whose first half holds
+    gate rows and second half the up rows of the same columns, both in ``gu_layout(W)``
+    (the split's own layout named, which Triton 3.6 cannot pass on as a constexpr)."""
+    BN: gl.constexpr = acc.shape[0]
+    BM: gl.constexpr = acc.shape[1]
+    L: gl.constexpr = gu_layout(W)
+    v = gl.convert_layout(acc, L)
+    v = gl.permute(gl.reshape(v, [2, BN // 2, BM]), [1, 2, 0])
+    g, u = gl.split(v)
+    return gl.convert_layout(g, L, assert_trivial=True), gl.convert_layout(u, L, assert_trivial=True)
 
 
 @gluon.jit

@@ -160,6 +160,26 @@ def launch_options(cfg: dict) -> dict:
     return dict(maxnreg=int(cap))
 
 
+def wgmma_gu(cfg: dict) -> bool:
+    """Tile option ``wg_gu`` (wgmma only): the gate/up kernel's tile holds gate rows and the
+    up rows of the same columns, BN/2 columns a program with one accumulator
+    (wgmma_gluon.wg13_kernel says why); a clear error without the wgmma kernels.
+
+    Off by default: session 17 (H200, GLM-5.2 shape, I=512, hybrid layer,
+    bench/results/sweep_h200_s17_gu.json) timed it slower in every class — 569 / 562 / 608
+    against 524 / 540 / 593 µs at 128-384 tokens (16-token blocks), 775 / 779 against 686 /
+    720 at 640 / 768 (32), 874 / 1014 against 818 / 935 at 1024 / 1280 (32 + 16), 1296
+    against 1219 at 2048 (64 + 16; 127 registers instead of 221, four programs an SM). In
+    128 + 16-slot blocks over 4096-token chunks each expert's weights were decoded once, and
+    the layer took 2678 µs against 2508 in two passes of 2048 (bench_moe_h200_s17_huge.json):
+    these kernels' time follows the block's token slots (padding included: 2415-2520 µs at
+    3072 tokens in the same blocks), not the number of weight decodes."""
+    on = bool(int(cfg.get("wg_gu", 0)))
+    if on and not cfg.get("wgmma"):
+        raise ValueError("wg_gu=1: a wgmma tile option (set wgmma=1)")
+    return on
+
+
 def block_slots(cfg: dict) -> int:
     """Routing slots a block of these tiles holds: its BM tokens and the wgmma tail's. Why
     a tail: each block decodes its expert's weights again, and the routed pairs an expert
@@ -207,13 +227,18 @@ def _kernel_tiles(cfg: dict, size: int, gemm: str) -> tuple:
     if cfg.get("wgmma"):
         from . import wgmma_gluon
 
-        bm, warps, bn, stages = wgmma_tile(cfg, size)
+        gu = gemm == "13" and wgmma_gu(cfg)
+        bm, warps, bn, stages = wgmma_tile(cfg, 2 * size if gu else size)
         tail = wgmma_tail(cfg)
         mma, xl, shl, lw = _wg_layouts(bm, warps)
         mma_t, xl_t = _wg_layouts(tail, warps)[:2] if tail else (mma, xl)
-        kernel = wgmma_gluon.wg13_kernel if gemm == "13" else wgmma_gluon.wg2_kernel
-        return kernel, bn, warps, dict(BM=bm, BN=bn, BK=BK, MMA=mma, LW=lw, XL=xl, SHL=shl, STAGES=stages, TAIL=tail,
-                                       MMA_T=mma_t, XL_T=xl_t)
+        if gemm == "13":
+            # a wg_gu tile's BN rows are BN/2 gate rows and their up rows: BN/2 columns
+            return wgmma_gluon.wg13_kernel, bn // 2 if gu else bn, warps, dict(
+                BM=bm, BN=bn, BK=BK, MMA=mma, LW=lw, XL=xl, SHL=shl, STAGES=stages, TAIL=tail, MMA_T=mma_t, XL_T=xl_t,
+                GU=gu)
+        return wgmma_gluon.wg2_kernel, bn, warps, dict(BM=bm, BN=bn, BK=BK, MMA=mma, LW=lw, XL=xl, SHL=shl,
+                                                       STAGES=stages, TAIL=tail, MMA_T=mma_t, XL_T=xl_t)
     from . import mma_gluon
 
     bn, warps, split = _tile(cfg, f"mma_bn{gemm}", size), int(cfg.get("mma_warps", WARPS)), _split(cfg)

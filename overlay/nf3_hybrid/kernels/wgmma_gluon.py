@@ -47,7 +47,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, warpgroup_mma
 
-from .mma_gluon import _a_operand, _group_ptrs, _load_group, _step_offsets, _store2, _store13
+from .mma_gluon import _a_operand, _group_ptrs, _load_group, _split_gu, _step_offsets, _store2, _store13, gu_layout
 
 # a CTA-wide barrier: gl.barrier in Triton 3.8, gl.thread_barrier in 3.6 (the H200 host's)
 _cta_barrier = getattr(gl, "barrier", None) or gl.thread_barrier
@@ -113,12 +113,20 @@ def wg13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw
                 FMT: gl.constexpr, HAS_S2: gl.constexpr, WEIGHT_ON_INPUT: gl.constexpr, BM: gl.constexpr,
                 BN: gl.constexpr, BK: gl.constexpr, MMA: gl.constexpr, LW: gl.constexpr, XL: gl.constexpr,
                 SHL: gl.constexpr, STAGES: gl.constexpr, TAIL: gl.constexpr = 0, MMA_T: gl.constexpr = None,
-                XL_T: gl.constexpr = None, TILED: gl.constexpr = False):
+                XL_T: gl.constexpr = None, TILED: gl.constexpr = False, GU: gl.constexpr = False):
     """Gate and up rows [j·BN, +BN) of one expert block of BM routed pairs (and TAIL more,
     tile option ``wg_tail``: mma_tiles.block_slots); silu(gate)·up into the intermediate
     cache, columns in activation order (mma_gluon.mma13_kernel's contract). ``x_ptr``: fp16
     activations in activation order. The tail's TAIL-wide MMAs reuse each decoded weight
-    tile and run only when the tail holds a pair."""
+    tile and run only when the tail holds a pair.
+
+    ``GU`` (tile option ``wg_gu``): the tile's BN rows are gate rows [j·BN/2, +BN/2) and
+    the up rows of the same columns, one accumulator and one decoded A tile a step instead
+    of two of each — half the accumulator registers a token, so that a block can be twice
+    as wide (128 tokens) at the registers 64 took, and each weight is decoded once per 128
+    routed pairs (as 4096 tokens give GLM-5.2's experts) instead of per 64. Session 17,
+    H200: the two-tile kernels' results (GPU tests), slower in every class — see
+    mma_tiles.wgmma_gu — so off by default."""
     gl.static_assert(BK == 128, "one 128-wide window a K step")
     gl.static_assert(STAGES >= 2, "a step's copy is issued while the step before is multiplied")
     A_DOT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
@@ -138,24 +146,31 @@ def wg13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw
         xtp = _b_rows(x_ptr, gl.where(pairs_t < P, pairs_t // topk, 0).to(gl.int64), stride_xm, BK, XL_T)
         bts = gl.allocate_shared_memory(gl.float16, [STAGES, TAIL, BK], SHL)
         acc_gt = gl.zeros([BN, TAIL], gl.float32, MMA_T)
-        acc_ut = gl.zeros([BN, TAIL], gl.float32, MMA_T)
+        if not GU:
+            acc_ut = gl.zeros([BN, TAIL], gl.float32, MMA_T)
     for s in gl.static_range(STAGES - 1):
         if TAIL > 0:
             _b_tail_copy(bts, xtp, s, K, has_tail, BK, STAGES, XL_T)
         _b_issue(bs, xp, s, K, BK, STAGES, XL)
-    gw, gs = _group_ptrs(w_ptr, s_ptr, e, j * BN, stride_we, stride_wn, stride_se, stride_sn, BN, BK, LW, FMT, TILED)
-    uw = gw + I * stride_wn
-    us = gs + I * stride_sn
+    if GU:
+        gw, gs = _group_ptrs(w_ptr, s_ptr, e, j * (BN // 2), stride_we, stride_wn, stride_se, stride_sn, BN, BK,
+                             LW, FMT, TILED, True, I - BN // 2)
+    else:
+        gw, gs = _group_ptrs(w_ptr, s_ptr, e, j * BN, stride_we, stride_wn, stride_se, stride_sn, BN, BK, LW, FMT,
+                             TILED)
+        uw = gw + I * stride_wn
+        us = gs + I * stride_sn
+        acc_u = gl.zeros([BN, BM], gl.float32, MMA)
+        uwd, usc = _load_group(uw, us, 0, 0, FMT, TILED)
     acc_g = gl.zeros([BN, BM], gl.float32, MMA)
-    acc_u = gl.zeros([BN, BM], gl.float32, MMA)
     gwd, gsc = _load_group(gw, gs, 0, 0, FMT, TILED)
-    uwd, usc = _load_group(uw, us, 0, 0, FMT, TILED)
     for i in range(0, K // BK):
         # the next step's words in flight while this one is decoded (the last step reloads
         # its own: no mask, no zero-fill)
         kw, ks = _step_offsets(gl.minimum(i * BK + BK, K - BK), FMT, TILED)
         ngw, ngs = _load_group(gw, gs, kw, ks, FMT, TILED)
-        nuw, nus = _load_group(uw, us, kw, ks, FMT, TILED)
+        if not GU:
+            nuw, nus = _load_group(uw, us, kw, ks, FMT, TILED)
         a = _a_operand(gwd, gsc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT)
         b = _b_ready(bs, i, STAGES)
         if TAIL > 0:
@@ -166,22 +181,34 @@ def wg13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw
         if TAIL > 0:
             if has_tail:
                 acc_gt = warpgroup_mma(a, bt, acc_gt)
-        a = _a_operand(uwd, usc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT)
-        acc_u = warpgroup_mma(a, b, acc_u)
-        if TAIL > 0:
-            if has_tail:
-                acc_ut = warpgroup_mma(a, bt, acc_ut)
+        if not GU:
+            a = _a_operand(uwd, usc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT)
+            acc_u = warpgroup_mma(a, b, acc_u)
+            if TAIL > 0:
+                if has_tail:
+                    acc_ut = warpgroup_mma(a, bt, acc_ut)
+            uwd = nuw
+            usc = nus
         gwd = ngw
         gsc = ngs
-        uwd = nuw
-        usc = nus
     async_copy.wait_group(0)
-    _store13(acc_g, acc_u, e, slot0, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P, HAS_S2,
-             WEIGHT_ON_INPUT, BM, BN, MMA)
+    W: gl.constexpr = BN // 16
+    if GU:
+        g, u = _split_gu(acc_g, W)
+        _store13(g, u, e, slot0, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P, HAS_S2,
+                 WEIGHT_ON_INPUT, BM, BN // 2, gu_layout(W))
+    else:
+        _store13(acc_g, acc_u, e, slot0, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P, HAS_S2,
+                 WEIGHT_ON_INPUT, BM, BN, MMA)
     if TAIL > 0:
         if has_tail:
-            _store13(acc_gt, acc_ut, e, slot0 + BM, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P, HAS_S2,
-                     WEIGHT_ON_INPUT, TAIL, BN, MMA_T)
+            if GU:
+                gt, ut = _split_gu(acc_gt, W)
+                _store13(gt, ut, e, slot0 + BM, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P, HAS_S2,
+                         WEIGHT_ON_INPUT, TAIL, BN // 2, gu_layout(W))
+            else:
+                _store13(acc_gt, acc_ut, e, slot0 + BM, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P,
+                         HAS_S2, WEIGHT_ON_INPUT, TAIL, BN, MMA_T)
 
 
 @gluon.jit(do_not_specialize=["P", "topk", "pt0", "pt1", "pt2", "pt3"])
