@@ -1,5 +1,6 @@
-"""Time the routing kernel (kernels/align.py) per step size and warp count on the GPU, and
-check every variant sorts like the default: the same blocks, the same pairs per expert.
+"""Time the routing launches (kernels/align.py) per pairs-a-program and warp count on the
+GPU, and check every variant sorts like the first: the same blocks, the same pairs per
+expert.
 Usage: python3 bench/align_probe.py [--tokens 512 2048] [--out FILE]"""
 import argparse
 import json

@@ -32,6 +32,62 @@ def test_activation_order_gives_each_lane_its_own_group():
     assert torch.equal(mma_tiles.p_position(order), torch.arange(k))
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32, torch.float16])
+def test_the_activations_are_converted_and_permuted_by_one_kernel_into_the_copy_and_gather_bits(dtype):
+    """kernels/mma_order.py: one pass gives what the fp16 copy and ``index_select`` by
+    ``activation_order`` gave (bit for bit), into a larger scratch whose other elements it
+    leaves alone; a row stride of the chunk's input, a K of three windows, a strided input;
+    a K that is not whole windows, or an output whose rows are not contiguous, is refused."""
+    from nf3_hybrid.kernels import mma_order
+
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    x = (torch.randn(5, 400, generator=torch.Generator().manual_seed(7)) * 30).to(dtype).to(dev)[:, :384]
+    out = torch.full((8, 512), 7.0, dtype=torch.float16, device=dev)
+    mma_order.launch(x, out)
+    want = torch.index_select(x.to(torch.float16), 1, mma_tiles.activation_order(384).to(dev))
+    assert torch.equal(out[:5, :384], want)
+    assert (out[5:] == 7).all() and (out[:, 384:] == 7).all()
+    with pytest.raises(ValueError, match="K=200"):
+        mma_order.launch(x[:, :200], out)
+    xt = x.t().contiguous().t()  # K-major
+    mma_order.launch(xt, out)
+    assert torch.equal(out[:5, :384], want)
+    with pytest.raises(ValueError, match="contiguous"):
+        mma_order.launch(x, out.t())
+
+
+def test_a_tier_reads_the_mma_order_activations_exactly_when_the_tiles_put_it_on_the_mma_kernels(monkeypatch):
+    """``TritonTier.uses_mma``: the NF3 tier with tile option ``mma``, the kept tier with
+    ``mma`` and ``mma_kept``, neither on a GPU without the kernels; run_chunk converts the
+    activations once for them and makes the plain fp16 copy (``x16``) only for a tier on
+    the Triton tiles."""
+    nf3, kept = make_tier("nf3", 2, 256, 128, [0, 1, -1]), make_tier("nvfp4", 1, 256, 128, [-1, -1, 0])
+    ws = triton_tiers.Workspace(torch.device("cpu"))
+    ws.reserve(64, 2, 256, 128, 2)
+    a, b = triton_tiers.TritonTier(kept, ws), triton_tiers.TritonTier(nf3, ws)
+    for t in (a, b):
+        t.mma = True
+        assert not t.uses_mma(dict(BM=16)) and not t.uses_mma(dict(BM=16, mma_kept=1))
+    assert b.uses_mma(dict(mma=1)) and not a.uses_mma(dict(mma=1)) and a.uses_mma(dict(mma=1, mma_kept=1))
+    a.mma = False
+    assert not a.uses_mma(dict(mma=1, mma_kept=1))
+    calls = []
+    monkeypatch.setattr(ws, "fp16_activations", lambda x: calls.append("x16") or x)
+    monkeypatch.setattr(ws, "mma_activations", lambda x: calls.append("x_mma") or x)
+    monkeypatch.setattr(triton_tiers.TritonTier, "gemms", lambda self, *args, **kw: calls.append(
+        (self.tier.fmt, kw["x16"] is not None, kw["x_mma"] is not None)))
+    monkeypatch.setattr(triton_tiers.pair_sum, "launch", lambda *args, **kw: None)
+    x, w, ids = torch.zeros(4, 256), torch.full((4, 2), 0.5), torch.tensor([[0, 2]] * 4)
+    maps = triton_tiers.stacked_maps([a, b])
+    for cfg, want in ((dict(mma=1, x16=1), ["x16", "x_mma"]), (dict(mma=1, mma_kept=1, x16=1), ["x_mma"]),
+                      (dict(x16=1), ["x16"]), (dict(mma=1), ["x_mma"])):
+        a.mma = "mma_kept" in cfg
+        calls.clear()
+        monkeypatch.setattr(triton_tiers, "layer_tiles", lambda c, tiers, cfg=cfg: dict(cfg, BM=16))
+        triton_tiers.run_chunk([a, b], maps, x, w, ids, False, result=torch.zeros(4, 256))
+        assert [c for c in calls if isinstance(c, str)] == want, (cfg, calls)
+
+
 def test_shapes_outside_whole_windows_are_refused():
     with pytest.raises(ValueError, match="multiple of 128"):
         mma_tiles.activation_order(96)

@@ -17,7 +17,7 @@ import torch
 
 from ..flags import NF3_LAYOUTS, current as current_flags
 from ..formats import e2m1, nf3, nf3_nibble, nf3_tiled
-from ..kernels import align, expert_gemv, expert_mlp, interpret, mma_tiles, pair_sum, ptx_decode
+from ..kernels import align, expert_gemv, expert_mlp, interpret, mma_order, mma_tiles, pair_sum, ptx_decode
 from .base import MXFP4, NF3, NVFP4, TierBackend, TierWeights
 from .select import device_info
 
@@ -359,18 +359,15 @@ class Workspace:
         out.copy_(x)
         return out
 
-    def mma_activations(self, x16: torch.Tensor) -> torch.Tensor:
-        """The chunk's fp16 activations in the mma kernels' order
-        (kernels/mma_tiles.py), into scratch made on first use (in LayerExecutor.warmup,
-        before any CUDA graph is captured, like ``x16``)."""
+    def mma_activations(self, x: torch.Tensor) -> torch.Tensor:
+        """The chunk's activations in fp16 and the mma kernels' order
+        (kernels/mma_tiles.py), converted and permuted by one kernel (kernels/mma_order.py
+        says why) into scratch made on first use (in LayerExecutor.warmup, before any CUDA
+        graph is captured, like ``x16``)."""
         if self.x_mma is None:
             self.x_mma = torch.empty((self.chunk, self.hidden), dtype=torch.float16, device=self.device)
-        key = f"mma_order:{x16.shape[1]}"
-        order = self.tables.get(key)
-        if order is None:
-            order = self.tables[key] = mma_tiles.activation_order(x16.shape[1]).to(self.device)
-        out = self.x_mma[: x16.shape[0], : x16.shape[1]]
-        torch.index_select(x16, 1, order, out=out)
+        out = self.x_mma[: x.shape[0], : x.shape[1]]
+        mma_order.launch(x, out)
         return out
 
     def table(self, name: str, values, dtype=torch.float16) -> torch.Tensor:
@@ -516,7 +513,7 @@ class TritonTier(TierBackend):
         r0 = region * self.ws.inter_slots
         inter = self.ws.inter_cache[r0: r0 + sorted_ids.numel(), : t.inter].view(expert_mlp.inter_dtype(self.fmt))
         words = self.table_words
-        if self.mma and x_mma is not None and cfg.get("mma" if self.fmt == expert_mlp.FMT_NF3 else "mma_kept"):
+        if x_mma is not None and self.uses_mma(cfg):
             if cfg.get("wgmma") and not self.wgmma:
                 _log_fallback_once(f"tile option wgmma needs an SM 9.x GPU (this tier's: "
                                    f"{device_info(t.device).capability}); its blocks of {cfg['BM']} tokens "
@@ -535,6 +532,12 @@ class TritonTier(TierBackend):
         expert_mlp.launch_w2(inter, t.w2, self.w2_scale, t.w2_scale_2, sorted_ids, block_expert, tw, out,
                              self.values, num_pairs, topk, t.inter, self.fmt, on_input, cfg, dot32, words, pair_rows,
                              tiled=self.tiled)
+
+    def uses_mma(self, cfg: dict) -> bool:
+        """Whether these tiles put this tier on the mma (or wgmma) kernels, which read the
+        activations in their own order (``Workspace.mma_activations``); else it takes the
+        Triton tiles (expert_mlp.py), which read them as they are or as ``x16``."""
+        return bool(self.mma and cfg.get("mma") and (self.fmt == expert_mlp.FMT_NF3 or cfg.get("mma_kept")))
 
     def run_into(self, out, x, topk_weights, topk_ids, weights_on_input=False):
         if self.tier.num_experts == 0:
@@ -621,12 +624,14 @@ def run_chunk(tiers, maps, x, topk_weights, topk_ids, weights_on_input, *, resul
     sorted_ids = ws.sorted_ids[:t_n, :cap]
     block_expert = ws.block_expert[:t_n, :blocks]
     dest = ws.pair_rows[:pairs] if result is not None else add_into
-    # converted once per chunk instead of in every (expert block, row tile) program's K loop
-    x16 = ws.fp16_activations(x) if cfg.get("x16") else None
-    # in the mma kernels' order, once for both tiers (before the side stream forks)
-    x_mma = None
-    if cfg.get("mma") and any(t.mma for t in tiers):
-        x_mma = ws.mma_activations(x16 if x16 is not None else ws.fp16_activations(x))
+    # converted once per chunk instead of in every (expert block, row tile) program's K
+    # loop: for the Triton tiles in fp16 (tile option x16; MXFP4's read bf16), for the mma
+    # kernels in fp16 and their order, once for both tiers (before the side stream forks)
+    on_mma = [t.uses_mma(cfg) for t in tiers]
+    x16 = None
+    if cfg.get("x16") and any(not mma and t.fmt != expert_mlp.FMT_MXFP4 for t, mma in zip(tiers, on_mma)):
+        x16 = ws.fp16_activations(x)
+    x_mma = ws.mma_activations(x) if any(on_mma) else None
     if marks is not None:
         marks[0].record()
     align.launch(ids, maps[0], maps[1], sorted_ids, block_expert, ws.cursor[:t_n], ws.starts[:t_n],
