@@ -232,13 +232,12 @@ def _kernel_tiles(cfg: dict, size: int, gemm: str) -> tuple:
         tail = wgmma_tail(cfg)
         mma, xl, shl, lw = _wg_layouts(bm, warps)
         mma_t, xl_t = _wg_layouts(tail, warps)[:2] if tail else (mma, xl)
+        tiles = dict(BM=bm, BN=bn, BK=BK, MMA=mma, LW=lw, XL=xl, SHL=shl, STAGES=stages, TAIL=tail, MMA_T=mma_t,
+                     XL_T=xl_t)
         if gemm == "13":
-            # a wg_gu tile's BN rows are BN/2 gate rows and their up rows: BN/2 columns
-            return wgmma_gluon.wg13_kernel, bn // 2 if gu else bn, warps, dict(
-                BM=bm, BN=bn, BK=BK, MMA=mma, LW=lw, XL=xl, SHL=shl, STAGES=stages, TAIL=tail, MMA_T=mma_t, XL_T=xl_t,
-                GU=gu)
-        return wgmma_gluon.wg2_kernel, bn, warps, dict(BM=bm, BN=bn, BK=BK, MMA=mma, LW=lw, XL=xl, SHL=shl,
-                                                       STAGES=stages, TAIL=tail, MMA_T=mma_t, XL_T=xl_t)
+            # a wg_gu tile's BN rows are BN/2 gate rows and their up rows: BN/2 columns a program
+            return wgmma_gluon.wg13_kernel, bn // 2 if gu else bn, warps, dict(tiles, GU=gu)
+        return wgmma_gluon.wg2_kernel, bn, warps, tiles
     from . import mma_gluon
 
     bn, warps, split = _tile(cfg, f"mma_bn{gemm}", size), int(cfg.get("mma_warps", WARPS)), _split(cfg)
