@@ -107,6 +107,32 @@ def _has_tail(sorted_ptr, slot0, P, BM: gl.constexpr):
     return gl.load(sorted_ptr + slot0 + BM) < P
 
 
+@gluon.jit
+def _b_step(bs, bts, ptrs, tptrs, i, K, has_tail, BK: gl.constexpr, STAGES: gl.constexpr, XL: gl.constexpr,
+            XL_T: gl.constexpr, TAIL: gl.constexpr):
+    """(block, tail) activation buffers of step ``i`` once ready (the tail's is the block's
+    without a tail), and step i + STAGES − 1's copies issued, the tail's in the group the
+    block's closes (``_b_tail_copy``)."""
+    b = _b_ready(bs, i, STAGES)
+    bt = b
+    if TAIL > 0:
+        bt = bts.index(i % STAGES).permute((1, 0))
+        _b_tail_copy(bts, tptrs, i + STAGES - 1, K, has_tail, BK, STAGES, XL_T)
+    _b_issue(bs, ptrs, i + STAGES - 1, K, BK, STAGES, XL)
+    return b, bt
+
+
+@gluon.jit
+def _mma_block(a, b, bt, acc, acc_t, has_tail, TAIL: gl.constexpr):
+    """One decoded A tile times the block's activations and, when the tail holds a pair,
+    the tail's (accumulators ``acc`` / ``acc_t``; ``acc_t`` unused without a tail)."""
+    acc = warpgroup_mma(a, b, acc)
+    if TAIL > 0:
+        if has_tail:
+            acc_t = warpgroup_mma(a, bt, acc_t)
+    return acc, acc_t
+
+
 @gluon.jit(do_not_specialize=["P", "topk", "pt0", "pt1", "pt2", "pt3"])
 def wg13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw_ptr, inter_ptr, stride_im,
                 pt0, pt1, pt2, pt3, P, topk, K, I, stride_we, stride_wn, stride_se, stride_sn,
@@ -148,6 +174,10 @@ def wg13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw
         acc_gt = gl.zeros([BN, TAIL], gl.float32, MMA_T)
         if not GU:
             acc_ut = gl.zeros([BN, TAIL], gl.float32, MMA_T)
+    else:  # no tail: what the step helpers take and, without a tail, never read
+        has_tail = False
+        xtp = xp
+        bts = bs
     for s in gl.static_range(STAGES - 1):
         if TAIL > 0:
             _b_tail_copy(bts, xtp, s, K, has_tail, BK, STAGES, XL_T)
@@ -163,6 +193,9 @@ def wg13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw
         acc_u = gl.zeros([BN, BM], gl.float32, MMA)
         uwd, usc = _load_group(uw, us, 0, 0, FMT, TILED)
     acc_g = gl.zeros([BN, BM], gl.float32, MMA)
+    if TAIL == 0:
+        acc_gt = acc_g
+        acc_ut = acc_g
     gwd, gsc = _load_group(gw, gs, 0, 0, FMT, TILED)
     for i in range(0, K // BK):
         # the next step's words in flight while this one is decoded (the last step reloads
@@ -172,21 +205,11 @@ def wg13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw
         if not GU:
             nuw, nus = _load_group(uw, us, kw, ks, FMT, TILED)
         a = _a_operand(gwd, gsc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT)
-        b = _b_ready(bs, i, STAGES)
-        if TAIL > 0:
-            bt = bts.index(i % STAGES).permute((1, 0))
-            _b_tail_copy(bts, xtp, i + STAGES - 1, K, has_tail, BK, STAGES, XL_T)
-        _b_issue(bs, xp, i + STAGES - 1, K, BK, STAGES, XL)
-        acc_g = warpgroup_mma(a, b, acc_g)
-        if TAIL > 0:
-            if has_tail:
-                acc_gt = warpgroup_mma(a, bt, acc_gt)
+        b, bt = _b_step(bs, bts, xp, xtp, i, K, has_tail, BK, STAGES, XL, XL_T, TAIL)
+        acc_g, acc_gt = _mma_block(a, b, bt, acc_g, acc_gt, has_tail, TAIL)
         if not GU:
             a = _a_operand(uwd, usc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT)
-            acc_u = warpgroup_mma(a, b, acc_u)
-            if TAIL > 0:
-                if has_tail:
-                    acc_ut = warpgroup_mma(a, bt, acc_ut)
+            acc_u, acc_ut = _mma_block(a, b, bt, acc_u, acc_ut, has_tail, TAIL)
             uwd = nuw
             usc = nus
         gwd = ngw
@@ -240,26 +263,25 @@ def wg2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr,
         htp = _b_rows(inter_ptr, slots_t, stride_im, BK, XL_T)
         bts = gl.allocate_shared_memory(gl.float16, [STAGES, TAIL, BK], SHL)
         acc_t = gl.zeros([BN, TAIL], gl.float32, MMA_T)
+    else:  # no tail: what the step helpers take and, without a tail, never read
+        has_tail = False
+        htp = hp
+        bts = bs
     for s in gl.static_range(STAGES - 1):
         if TAIL > 0:
             _b_tail_copy(bts, htp, s, K, has_tail, BK, STAGES, XL_T)
         _b_issue(bs, hp, s, K, BK, STAGES, XL)
     wp, sp = _group_ptrs(w_ptr, s_ptr, e, j * BN, stride_we, stride_wn, stride_se, stride_sn, BN, BK, LW, FMT, TILED)
     acc = gl.zeros([BN, BM], gl.float32, MMA)
+    if TAIL == 0:
+        acc_t = acc
     wd, sc = _load_group(wp, sp, 0, 0, FMT, TILED)
     for i in range(0, K // BK):
         kw, ks = _step_offsets(gl.minimum(i * BK + BK, K - BK), FMT, TILED)
         nwd, nsc = _load_group(wp, sp, kw, ks, FMT, TILED)
         a = _a_operand(wd, sc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT)
-        b = _b_ready(bs, i, STAGES)
-        if TAIL > 0:
-            bt = bts.index(i % STAGES).permute((1, 0))
-            _b_tail_copy(bts, htp, i + STAGES - 1, K, has_tail, BK, STAGES, XL_T)
-        _b_issue(bs, hp, i + STAGES - 1, K, BK, STAGES, XL)
-        acc = warpgroup_mma(a, b, acc)
-        if TAIL > 0:
-            if has_tail:
-                acc_t = warpgroup_mma(a, bt, acc_t)
+        b, bt = _b_step(bs, bts, hp, htp, i, K, has_tail, BK, STAGES, XL, XL_T, TAIL)
+        acc, acc_t = _mma_block(a, b, bt, acc, acc_t, has_tail, TAIL)
         wd = nwd
         sc = nsc
     async_copy.wait_group(0)
