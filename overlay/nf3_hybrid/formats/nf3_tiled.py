@@ -53,22 +53,19 @@ def scale_index(n: torch.Tensor, u: torch.Tensor, groups: int) -> torch.Tensor:
     return tile * TILE_SCALES + 2 * lane + r
 
 
-_PERMS: dict = {}
-
-
 def _perm(kind: str, rows: int, groups: int, device) -> torch.Tensor:
-    """Flat destination index of each row-major element (cached per shape and device)."""
-    key = (kind, rows, groups, str(device))
-    if key not in _PERMS:
-        n = torch.arange(rows, device=device).view(rows, 1)
-        if kind == "words":
-            u = torch.arange(groups, device=device).view(1, groups, 1)
-            h = torch.arange(3, device=device).view(1, 1, 3)
-            idx = word_index(n.view(rows, 1, 1), u, h, groups)
-        else:
-            idx = scale_index(n, torch.arange(groups, device=device).view(1, groups), groups)
-        _PERMS[key] = idx.reshape(-1)
-    return _PERMS[key]
+    """Flat destination index of each row-major element. Not cached: session 16 kept one
+    per shape and device for as long as the process ran (~38 MB of GPU memory at GLM-5.2's
+    TP 1 shapes), and working one out is a few elementwise kernels beside the copy of the
+    tier it indexes."""
+    n = torch.arange(rows, device=device).view(rows, 1)
+    if kind == "words":
+        u = torch.arange(groups, device=device).view(1, groups, 1)
+        h = torch.arange(3, device=device).view(1, 1, 3)
+        idx = word_index(n.view(rows, 1, 1), u, h, groups)
+    else:
+        idx = scale_index(n, torch.arange(groups, device=device).view(1, groups), groups)
+    return idx.reshape(-1)
 
 
 def _word_shape(words: torch.Tensor):
