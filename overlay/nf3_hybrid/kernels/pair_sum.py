@@ -14,9 +14,14 @@ import triton
 import triton.language as tl
 
 
-@triton.jit(do_not_specialize=["topk"])
-def _pair_sum_kernel(y_ptr, stride_y, out_ptr, stride_o, topk, N, ids_ptr, maps_ptr, stride_map,
+@triton.jit
+def _pair_sum_kernel(y_ptr, stride_y, out_ptr, stride_o, N, ids_ptr, maps_ptr, stride_map, TOPK: tl.constexpr,
                      N_MAPS: tl.constexpr, BR: tl.constexpr, PDL: tl.constexpr):
+    """Top-k unrolled (TOPK a constant of the model): the k rows' loads, and the id and map
+    lookups that mask them, do not wait for one another. With a loop over a runtime top-k
+    each step's loads waited for the step before — at one token of GLM-5.2 that was the
+    kernel's time (ncu, bench/results/ncu_h200_s17_gemv_m1_m16.txt.gz: 5.3 µs, 14 cycles of
+    long-scoreboard stall an instruction); the sum's order, k ascending, is unchanged."""
     if PDL:
         tl.extra.cuda.gdc_wait()  # launched behind the kernel writing the pair rows
     t = tl.program_id(0)
@@ -24,8 +29,8 @@ def _pair_sum_kernel(y_ptr, stride_y, out_ptr, stride_o, topk, N, ids_ptr, maps_
     cols = j * BR + tl.arange(0, BR)
     m = cols < N
     acc = tl.zeros([BR], dtype=tl.float32)
-    for k in range(0, topk):
-        p = (t * topk + k).to(tl.int64)
+    for k in tl.static_range(TOPK):
+        p = (t * TOPK + k).to(tl.int64)
         keep = m
         if N_MAPS > 0:
             g = tl.load(ids_ptr + p)
@@ -46,6 +51,6 @@ def launch(pair_rows, out, topk, ids=None, maps=None, pdl=False):
     br = min(1024, triton.next_power_of_2(n))
     masked = maps is not None
     _pair_sum_kernel[(tokens, triton.cdiv(n, br))](
-        pair_rows, pair_rows.stride(0), out, out.stride(0), topk, n,
+        pair_rows, pair_rows.stride(0), out, out.stride(0), n,
         ids if masked else pair_rows, maps if masked else pair_rows, maps.stride(0) if masked else 0,
-        N_MAPS=maps.shape[0] if masked else 0, BR=br, PDL=pdl, launch_pdl=pdl)
+        TOPK=topk, N_MAPS=maps.shape[0] if masked else 0, BR=br, PDL=pdl, launch_pdl=pdl)
