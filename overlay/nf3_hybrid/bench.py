@@ -595,6 +595,10 @@ def main(args) -> int:
         if args.chunk_tokens < 1:
             raise ValueError(f"--chunk-tokens {args.chunk_tokens}: at least 1")
         triton_tiers.CHUNK_TOKENS = args.chunk_tokens  # read when a workspace is planned
+    if args.pair_rows is not None:
+        from .backends import triton_tiers
+
+        triton_tiers.PAIR_ROWS_DTYPE = {"fp32": torch.float32, "bf16": torch.bfloat16}[args.pair_rows]
     shapes = [GLM52, TINY] if args.shape == "all" else [GLM52 if args.shape == "glm5.2" else TINY]
     if args.inter:
         shapes = [dict(s, inters=tuple(args.inter)) for s in shapes]

@@ -151,6 +151,30 @@ def test_output_reproducible_and_experts_of_no_tier_skipped(m, monkeypatch):
     assert torch.equal(tri.forward(x, w, ids), first)
 
 
+@pytest.mark.parametrize("m", [3, 70])
+def test_bf16_pair_rows_give_the_reference_result_within_one_more_rounding(m, monkeypatch):
+    """triton_tiers.PAIR_ROWS_DTYPE bf16 (``bench --pair-rows bf16``): the workspace holds
+    the per-pair rows in bf16, every down kernel stores them so (decode GEMV at 3 tokens,
+    grouped path at 70), the top-k sum still adds in fp32 — the reference's result, and
+    within about a bf16 rounding of the fp32 rows' output."""
+    from nf3_hybrid.backends import triton_tiers
+
+    gemv_up_to(monkeypatch, 16)
+    got = {}
+    for dtype in (torch.float32, torch.bfloat16):
+        monkeypatch.setattr(triton_tiers, "PAIR_ROWS_DTYPE", dtype)
+        ref, tri, ws = build("nvfp4", 6, 16, 128, 64, 80, 4, seed=31)
+        assert ws.pair_rows.dtype == dtype
+        w, ids = routing(m, 16, 4, seed=m + 5, device=DEV)
+        x = (torch.randn(m, 128, generator=torch.Generator().manual_seed(m)) * 2).to(torch.bfloat16).to(DEV)
+        poison(ws)
+        got[dtype] = tri.forward(x, w, ids)
+    want = ref.forward(x, w, ids)
+    assert torch.isfinite(got[torch.bfloat16]).all()
+    assert rel(got[torch.bfloat16], want) < TOL
+    assert rel(got[torch.bfloat16], got[torch.float32]) < 2 ** -7, rel(got[torch.bfloat16], got[torch.float32])
+
+
 @pytest.mark.parametrize("kept_fmt,m,cls", [("nvfp4", 3, "gemv"), ("mxfp4_e8m0k32", 70, "grouped")])
 def test_sizes_not_a_multiple_of_the_tiles(kept_fmt, m, cls, monkeypatch):
     """Hidden and intermediate sizes that are multiples of 32 only (all the formats need;

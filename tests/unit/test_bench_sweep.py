@@ -64,25 +64,28 @@ def test_tiles_from_a_sweep_json_replace_exactly_the_classes_it_chose(tmp_path, 
         bench.use_tiles({"chosen": {"huge": {}}})
 
 
-def test_chunk_tokens_sets_the_pass_size_the_workspace_plans_and_refuses_nonsense(monkeypatch, capsys):
+def test_chunk_tokens_and_pair_rows_set_what_the_workspace_plans_and_nonsense_is_refused(monkeypatch, capsys):
     """``bench --chunk-tokens N``: the run's workspaces are planned in passes of N tokens
-    (what session 17 timed 4096-token passes with); below 1 it is a clear error before any
-    GPU work."""
+    (what session 17 timed 4096-token passes with); ``--pair-rows bf16``: their pair rows
+    in bf16. A chunk below 1 is a clear error before any GPU work."""
     import torch
 
     from nf3_hybrid import cli
 
-    monkeypatch.setattr(triton_tiers, "CHUNK_TOKENS", triton_tiers.CHUNK_TOKENS)  # restored after
+    # restored after the test
+    monkeypatch.setattr(triton_tiers, "CHUNK_TOKENS", triton_tiers.CHUNK_TOKENS)
+    monkeypatch.setattr(triton_tiers, "PAIR_ROWS_DTYPE", triton_tiers.PAIR_ROWS_DTYPE)
     planned = []
 
     def fake_run(shapes, tokens, out_dir, tag, with_stock=True):
         ws = triton_tiers.Workspace(torch.device("cpu"))
         ws.reserve(8192, 2, 64, 32, 4)
-        planned.append((ws.chunk, tuple(tokens), with_stock))
+        planned.append((ws.chunk, ws.pair_rows.dtype, tuple(tokens), with_stock))
         return {}
 
     monkeypatch.setattr(bench, "run", fake_run)
     assert cli.main(["bench", "--ours-only", "--chunk-tokens", "4096", "--tokens", "3072"]) == 0
-    assert planned == [(4096, (3072,), False)]
+    assert cli.main(["bench", "--ours-only", "--pair-rows", "bf16", "--tokens", "8"]) == 0
+    assert planned == [(4096, torch.float32, (3072,), False), (4096, torch.bfloat16, (8,), False)]
     assert cli.main(["bench", "--chunk-tokens", "0"]) == 2
-    assert "--chunk-tokens 0" in capsys.readouterr().err and len(planned) == 1
+    assert "--chunk-tokens 0" in capsys.readouterr().err and len(planned) == 2

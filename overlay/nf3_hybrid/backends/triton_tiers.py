@@ -52,6 +52,13 @@ DECODE_TOKENS = 64
 CONCURRENT_TIERS = True
 # set by the benchmark's config sweep only
 CONFIG_OVERRIDE: Optional[dict] = None
+# the pair rows' dtype (read when a workspace is planned). float32 by default: each routed
+# pair's output row kept exact until its token's sum rounds once. bf16 (``bench --pair-rows
+# bf16``, an experiment knob) is what vLLM's own fused MoE keeps per pair, one more bf16
+# rounding a row, and halves the bytes the top-k sum reads — 403 MB at 2048 tokens of
+# GLM-5.2, 107 µs of the hybrid layer's ~1.1 ms on the H200 (kernel_breakdown_h200_s17_prep.json).
+# Not timed yet (session 17 built it after its device time was spent).
+PAIR_ROWS_DTYPE = torch.float32
 
 logger = logging.getLogger(__name__)
 
@@ -338,8 +345,9 @@ class Workspace:
         gemv_tokens = min(self.chunk, GEMV_TOKENS)
         self.planes = torch.empty((2, gemv_tokens, self.hidden), dtype=torch.float16, device=d)
         self.pair_inter = torch.empty((gemv_tokens * self.topk, self.inter), dtype=torch.float16, device=d)
-        # both paths: one fp32 output row per routed pair, summed per token in slot order
-        self.pair_rows = torch.empty((pairs, self.hidden), dtype=torch.float32, device=d)
+        # both paths: one output row per routed pair (PAIR_ROWS_DTYPE), summed per token in
+        # slot order in float32
+        self.pair_rows = torch.empty((pairs, self.hidden), dtype=PAIR_ROWS_DTYPE, device=d)
         # held in the tiers' dot operand type (fp16; bf16 for MXFP4 through a view of the same
         # bytes), so the down GEMM reads it as it is instead of converting every element;
         # one region per tier when the tiers run concurrently

@@ -263,7 +263,8 @@ def launch_w13(xp, w13, s13, s13_2, sorted_ids, block_expert, topk_weights, inte
 
 def launch_w2(inter, w2, s2, s2_2, sorted_ids, block_expert, topk_weights, out, num_pairs, topk, inter_size,
               fmt, weight_on_input, cfg, words, pair_rows, tiled=False):
-    """``out``: fp32 [pairs, hidden] (``pair_rows``) or [tokens, hidden] added into."""
+    """``out``: [pairs, hidden] (``pair_rows``: fp32 or bf16, each pair's row stored in its
+    dtype) or fp32 [tokens, hidden] added into."""
     hidden = out.shape[1]
     kernel, bn, warps, tiles = _kernel_tiles(cfg, hidden, "2")
     w = w2.view(torch.int32)
