@@ -132,20 +132,20 @@ def _axis_slice(layout, dim):
     return out
 
 
+@gluon.constexpr_function
+def _rank(layout):
+    return len(layout.shape)
+
+
 @gluon.jit
-def _index5(n: gl.constexpr, dim: gl.constexpr, layout: gl.constexpr):
-    """arange(n) along ``dim`` of a rank-5 tensor of ``layout``, size 1 along the others."""
+def _index(n: gl.constexpr, dim: gl.constexpr, layout: gl.constexpr):
+    """arange(n) along ``dim`` of a tensor of ``layout`` (any rank), size 1 along the
+    others."""
+    RANK: gl.constexpr = _rank(layout)
     v = gl.arange(0, n, layout=_axis_slice(layout, dim))
-    if dim != 0:
-        v = gl.expand_dims(v, 0)
-    if dim != 1:
-        v = gl.expand_dims(v, 1)
-    if dim != 2:
-        v = gl.expand_dims(v, 2)
-    if dim != 3:
-        v = gl.expand_dims(v, 3)
-    if dim != 4:
-        v = gl.expand_dims(v, 4)
+    for d in gl.static_range(RANK):
+        if d != dim:
+            v = gl.expand_dims(v, d)
     return v
 
 
@@ -163,34 +163,6 @@ def _tile_rows(x):
 def _unit(x, LW: gl.constexpr):
     """A word (or byte) split off a lane's vector, in LW (the split only renames registers)."""
     return gl.convert_layout(x, LW, assert_trivial=True)
-
-
-@gluon.jit
-def _index4(n: gl.constexpr, layout: gl.constexpr):
-    """arange(n) along the last dimension of a rank-4 tensor of ``layout``."""
-    v = gl.arange(0, n, layout=gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(2, layout))))
-    return gl.expand_dims(gl.expand_dims(gl.expand_dims(v, 0), 1), 2)
-
-
-@gluon.jit
-def _index3_of4(n: gl.constexpr, dim: gl.constexpr, layout: gl.constexpr):
-    """_index3 of the first three dimensions of a rank-4 layout (size 1 along the last)."""
-    return gl.expand_dims(_index3(n, dim, gl.SliceLayout(3, layout)), 3)
-
-
-@gluon.jit
-def _index3(n: gl.constexpr, dim: gl.constexpr, layout: gl.constexpr):
-    """arange(n) along ``dim`` of a rank-3 tensor of ``layout``, size 1 along the others."""
-    if dim == 0:
-        v = gl.arange(0, n, layout=gl.SliceLayout(1, gl.SliceLayout(2, layout)))
-        r = gl.expand_dims(gl.expand_dims(v, 1), 2)
-    elif dim == 1:
-        v = gl.arange(0, n, layout=gl.SliceLayout(0, gl.SliceLayout(2, layout)))
-        r = gl.expand_dims(gl.expand_dims(v, 0), 2)
-    else:
-        v = gl.arange(0, n, layout=gl.SliceLayout(0, gl.SliceLayout(1, layout)))
-        r = gl.expand_dims(gl.expand_dims(v, 0), 1)
-    return r
 
 
 @gluon.jit
@@ -327,14 +299,14 @@ def _group_ptrs(w_ptr, s_ptr, e, row0, stride_we, stride_wn, stride_se, stride_s
     pair, the others 64 and 128 words on."""
     if TILED:
         V: gl.constexpr = tiled_layout(LW)
-        rows16 = _tile_row(16 * _index5(BN // 16, 0, V), row0, up_jump, BN, GU)
-        lane2 = 2 * (4 * _index5(8, 3, V) + _index5(4, 2, V)) + _index5(2, 4, V)
-        win = _index5(BK // 128, 1, V)
+        rows16 = _tile_row(16 * _index(BN // 16, 0, V), row0, up_jump, BN, GU)
+        lane2 = 2 * (4 * _index(8, 3, V) + _index(4, 2, V)) + _index(2, 4, V)
+        win = _index(BK // 128, 1, V)
         wp = w_ptr + e.to(gl.int64) * stride_we + rows16 * stride_wn + win * 192 + lane2
         sp = s_ptr + e.to(gl.int64) * stride_se + rows16 * stride_sn + win * 64 + lane2
     elif FMT == 0:
-        rows = _tile_row(_index3(BN, 0, LW), row0, up_jump, BN, GU)
-        grp = _index3(BK // 128, 1, LW) * 4 + _index3(4, 2, LW)
+        rows = _tile_row(_index(BN, 0, LW), row0, up_jump, BN, GU)
+        grp = _index(BK // 128, 1, LW) * 4 + _index(4, 2, LW)
         wp = w_ptr + e.to(gl.int64) * stride_we + rows * stride_wn + grp * 3
         sp = s_ptr + e.to(gl.int64) * stride_se + rows * stride_sn + grp
     else:
@@ -350,9 +322,9 @@ def _vector_ptrs(base, e, row0, stride_e, stride_n, N: gl.constexpr, BN: gl.cons
     NVFP4 group has 4 words and 2 scale bytes, so N is also the group's stride — the last
     dimension in the lane's registers (vector_layout)."""
     V: gl.constexpr = vector_layout(LW, N)
-    rows = _tile_row(_index3_of4(BN, 0, V), row0, up_jump, BN, GU)
-    grp = _index3_of4(BK // 128, 1, V) * 4 + _index3_of4(4, 2, V)
-    return base + e.to(gl.int64) * stride_e + rows * stride_n + grp * N + _index4(N, V)
+    rows = _tile_row(_index(BN, 0, V), row0, up_jump, BN, GU)
+    grp = _index(BK // 128, 1, V) * 4 + _index(4, 2, V)
+    return base + e.to(gl.int64) * stride_e + rows * stride_n + grp * N + _index(N, 3, V)
 
 
 @gluon.jit

@@ -133,6 +133,22 @@ def _mma_block(a, b, bt, acc, acc_t, has_tail, TAIL: gl.constexpr):
     return acc, acc_t
 
 
+@gluon.jit
+def _store_gate_up(acc_g, acc_u, e, slot0, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P,
+                   HAS_S2: gl.constexpr, WEIGHT_ON_INPUT: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr,
+                   MMA: gl.constexpr, GU: gl.constexpr):
+    """mma_gluon._store13 of BM slots' accumulators; with ``GU`` their gate and up rows both
+    in ``acc_g`` (``acc_u`` unused), split first (mma_gluon._split_gu)."""
+    if GU:
+        W: gl.constexpr = BN // 16
+        g, u = _split_gu(acc_g, W)
+        _store13(g, u, e, slot0, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P, HAS_S2, WEIGHT_ON_INPUT,
+                 BM, BN // 2, gu_layout(W))
+    else:
+        _store13(acc_g, acc_u, e, slot0, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P, HAS_S2,
+                 WEIGHT_ON_INPUT, BM, BN, MMA)
+
+
 @gluon.jit(do_not_specialize=["P", "topk", "pt0", "pt1", "pt2", "pt3"])
 def wg13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw_ptr, inter_ptr, stride_im,
                 pt0, pt1, pt2, pt3, P, topk, K, I, stride_we, stride_wn, stride_se, stride_sn,
@@ -172,8 +188,7 @@ def wg13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw
         xtp = _b_rows(x_ptr, gl.where(pairs_t < P, pairs_t // topk, 0).to(gl.int64), stride_xm, BK, XL_T)
         bts = gl.allocate_shared_memory(gl.float16, [STAGES, TAIL, BK], SHL)
         acc_gt = gl.zeros([BN, TAIL], gl.float32, MMA_T)
-        if not GU:
-            acc_ut = gl.zeros([BN, TAIL], gl.float32, MMA_T)
+        acc_ut = gl.zeros([BN, TAIL], gl.float32, MMA_T)  # unused with GU
     else:  # no tail: what the step helpers take and, without a tail, never read
         has_tail = False
         xtp = xp
@@ -185,6 +200,7 @@ def wg13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw
     if GU:
         gw, gs = _group_ptrs(w_ptr, s_ptr, e, j * (BN // 2), stride_we, stride_wn, stride_se, stride_sn, BN, BK,
                              LW, FMT, TILED, True, I - BN // 2)
+        acc_u = gl.zeros([BN, BM], gl.float32, MMA)  # unused: the up rows are in acc_g
     else:
         gw, gs = _group_ptrs(w_ptr, s_ptr, e, j * BN, stride_we, stride_wn, stride_se, stride_sn, BN, BK, LW, FMT,
                              TILED)
@@ -215,23 +231,12 @@ def wg13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, tw
         gwd = ngw
         gsc = ngs
     async_copy.wait_group(0)
-    W: gl.constexpr = BN // 16
-    if GU:
-        g, u = _split_gu(acc_g, W)
-        _store13(g, u, e, slot0, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P, HAS_S2,
-                 WEIGHT_ON_INPUT, BM, BN // 2, gu_layout(W))
-    else:
-        _store13(acc_g, acc_u, e, slot0, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P, HAS_S2,
-                 WEIGHT_ON_INPUT, BM, BN, MMA)
+    _store_gate_up(acc_g, acc_u, e, slot0, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P, HAS_S2,
+                   WEIGHT_ON_INPUT, BM, BN, MMA, GU)
     if TAIL > 0:
         if has_tail:
-            if GU:
-                gt, ut = _split_gu(acc_gt, W)
-                _store13(gt, ut, e, slot0 + BM, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P, HAS_S2,
-                         WEIGHT_ON_INPUT, TAIL, BN // 2, gu_layout(W))
-            else:
-                _store13(acc_gt, acc_ut, e, slot0 + BM, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P,
-                         HAS_S2, WEIGHT_ON_INPUT, TAIL, BN, MMA_T)
+            _store_gate_up(acc_gt, acc_ut, e, slot0 + BM, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P,
+                           HAS_S2, WEIGHT_ON_INPUT, TAIL, BN, MMA_T, GU)
 
 
 @gluon.jit(do_not_specialize=["P", "topk", "pt0", "pt1", "pt2", "pt3"])
