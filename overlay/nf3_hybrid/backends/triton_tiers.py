@@ -29,8 +29,8 @@ from .select import device_info
 # at 4096 tokens on the large class's tiles (64 + 16 slots: two blocks an expert, as two
 # passes decode each weight twice) against 2508 in two passes; 2163 at 3072 (96 pairs an
 # expert: two blocks) against ~2015 (2048 and 1024 tokens' times added); I=2048 10269
-# against 9446 at 4096
-# (bench_moe_h200_s17_as_large.json), and 128 + 16-slot blocks slower still (wg_gu).
+# against 9446 at 4096 (bench_moe_h200_s17_as_large.json), and 128 + 16-slot blocks
+# slower still (wg_gu).
 CHUNK_TOKENS = 2048
 # at most this many tokens: the per-pair GEMV path (no routing sort); above: grouped GEMM.
 # H200, GLM-5.2 shape, I=512, one run's code: the GEMV took 1818 µs at 64 tokens

@@ -34,22 +34,22 @@ def fits(rows: int, cols: int) -> bool:
     return rows % ROWS == 0 and cols % WINDOW == 0
 
 
-def _lane_r(n: torch.Tensor, u: torch.Tensor):
-    return 4 * (n % 8) + u % GROUPS, (n % ROWS) // 8
+def _tile_lane_r(n: torch.Tensor, u: torch.Tensor, groups: int):
+    """(tile, lane, row pair r) of group u of row n in a matrix of ``groups`` groups a row."""
+    tile = (n // ROWS) * (groups // GROUPS) + u // GROUPS
+    return tile, 4 * (n % 8) + u % GROUPS, (n % ROWS) // 8
 
 
 def word_index(n: torch.Tensor, u: torch.Tensor, h: torch.Tensor, groups: int) -> torch.Tensor:
     """Word offset, in a tiled matrix of ``groups`` 32-code groups a row, of word h of group u
     of row n (broadcasting)."""
-    lane, r = _lane_r(n, u)
-    tile = (n // ROWS) * (groups // GROUPS) + u // GROUPS
+    tile, lane, r = _tile_lane_r(n, u, groups)
     return tile * TILE_WORDS + h * 64 + 2 * lane + r
 
 
 def scale_index(n: torch.Tensor, u: torch.Tensor, groups: int) -> torch.Tensor:
     """Byte offset, in a tiled scale matrix, of the scale of group u of row n."""
-    lane, r = _lane_r(n, u)
-    tile = (n // ROWS) * (groups // GROUPS) + u // GROUPS
+    tile, lane, r = _tile_lane_r(n, u, groups)
     return tile * TILE_SCALES + 2 * lane + r
 
 

@@ -462,11 +462,12 @@ def launch_decode(a, b, x, topk_weights_flat, ids_flat, topk, planes, h, y, out,
                   pdl=False):
     """a / b: TritonTier of the kept / NF3 tier (either may be None). ``planes``: fp16
     scratch [2, ≥ tokens, hidden] for the plane-order activations; ``h``: fp16 [pairs, I];
-    ``y``: [pairs, hidden], fp32 or bf16 (triton_tiers.PAIR_ROWS_DTYPE). ``asm``: decode by inline PTX (False under the interpreter).
-    The GEMVs read the fp16 scratch as 32-bit words (pairs). ``pdl``: chain the four
-    launches by programmatic dependent launch (SM90+, not under the interpreter; up to
-    the config's ``pdl`` tokens): each kernel starts while the one before finishes
-    and waits for it only where it reads that kernel's output."""
+    ``y``: [pairs, hidden], fp32 or bf16 (triton_tiers.PAIR_ROWS_DTYPE). ``asm``: decode by
+    inline PTX (False under the interpreter). The GEMVs read the fp16 scratch as 32-bit
+    words (pairs). ``pdl``: chain the four launches by programmatic dependent launch
+    (SM90+, not under the interpreter; up to the config's ``pdl`` tokens): each kernel
+    starts while the one before finishes and waits for it only where it reads that
+    kernel's output."""
     import torch
 
     empty = (a or b).scales

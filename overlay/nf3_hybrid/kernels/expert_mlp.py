@@ -454,8 +454,8 @@ def launch_w2(inter, w, s, s2, sorted_ids, block_expert, topk_weights, out, val_
               num_pairs, topk, inter_size, fmt, weight_on_input, cfg, dot_fp32, table_words=None,
               pair_rows=False, tiled=False):
     """``pair_rows``: ``out`` is [pairs, N] (fp32, or bf16: triton_tiers.PAIR_ROWS_DTYPE) and
-    each routed pair's row is stored there in its dtype;
-    else the rows are added atomically into the token rows of ``out`` [tokens, N].
+    each routed pair's row is stored there in its dtype; else the rows are added atomically
+    into the token rows of ``out`` [tokens, N].
     ``tiled``: an NF3 tier in tiled layout (formats/nf3_tiled.py)."""
     N = out.shape[1]
     bk, bn = fit_tile(inter_size, cfg["BK2"]), fit_tile(N, cfg["BN2"])
