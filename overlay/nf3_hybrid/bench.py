@@ -525,7 +525,11 @@ def sweep(inter=512, log=print, classes=None, only=None) -> dict:
     return {"chosen": chosen, "trials": trials, "inter": inter}
 
 
-def breakdown(inter=512, tokens=(1, 8, 64, 2048), log=print) -> dict:
+# the token counts ``bench --breakdown`` profiles unless --tokens names others
+BREAKDOWN_TOKENS = (1, 8, 64, 2048)
+
+
+def breakdown(inter=512, tokens=BREAKDOWN_TOKENS, log=print) -> dict:
     """Per-kernel GPU time of one hybrid layer call (GLM-5.2 shape) from torch.profiler:
     where the time goes, for tuning (run on the H200: w13 is ~70 % of the layer)."""
     from torch.profiler import ProfilerActivity, profile
@@ -607,7 +611,8 @@ def main(args) -> int:
             from .vllm_patch import stock_moe
 
             stock_moe.init_single_gpu()
-        res = breakdown()
+        res = breakdown(inter=args.inter[0] if args.inter else 512,
+                        tokens=tuple(args.tokens) if args.tokens else BREAKDOWN_TOKENS)
         Path(args.out_dir).mkdir(parents=True, exist_ok=True)
         Path(args.out_dir, f"kernel_breakdown_{args.tag}.json").write_text(json.dumps(res, indent=2) + "\n")
         return 0

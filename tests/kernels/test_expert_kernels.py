@@ -695,6 +695,31 @@ def test_the_built_in_tiles_on_an_sm90_gpu_run_on_wgmma_and_match_the_reference(
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("m", [1, 16, 65, 700, 1409, 2500])
+def test_bf16_pair_rows_on_the_built_in_gpu_tiles_match_the_reference(monkeypatch, m):
+    """The per-pair rows in bf16 (triton_tiers.PAIR_ROWS_DTYPE) through the tiles the GPU
+    takes by default — the decode GEMV at 1 and 16 tokens, on SM 9.x the wgmma down
+    kernels of every grouped class (2500 tokens: two chunks) — against the reference, and
+    within about one bf16 rounding of the fp32 rows' output."""
+    if DEV != "cuda":
+        pytest.skip("the GPU's tiles")
+    from nf3_hybrid.backends import triton_tiers
+
+    got = {}
+    for dtype in (torch.float32, torch.bfloat16):
+        monkeypatch.setattr(triton_tiers, "PAIR_ROWS_DTYPE", dtype)
+        ref, tri, ws = build("nvfp4", 24, 64, 1024, 512, 2500, 8, seed=47)
+        assert ws.pair_rows.dtype == dtype
+        w, ids = routing(m, 64, 8, seed=m + 13, device=DEV)
+        x = (torch.randn(m, 1024, generator=torch.Generator().manual_seed(m)) * 2).to(torch.bfloat16).to(DEV)
+        poison(ws)
+        got[dtype] = tri.forward(x, w, ids)
+    assert torch.isfinite(got[torch.bfloat16]).all()
+    assert rel(got[torch.bfloat16], ref.forward(x, w, ids)) < TOL
+    assert rel(got[torch.bfloat16], got[torch.float32]) < 2 ** -7, rel(got[torch.bfloat16], got[torch.float32])
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("m", [200, 700, 2500])
 def test_tiers_on_two_streams_give_the_one_stream_bits(monkeypatch, m):
     """The grouped path runs the kept tier on a side stream beside the NF3 tier

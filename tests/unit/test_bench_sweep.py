@@ -89,3 +89,26 @@ def test_chunk_tokens_and_pair_rows_set_what_the_workspace_plans_and_nonsense_is
     assert planned == [(4096, torch.float32, (3072,), False), (4096, torch.bfloat16, (8,), False)]
     assert cli.main(["bench", "--chunk-tokens", "0"]) == 2
     assert "--chunk-tokens 0" in capsys.readouterr().err and len(planned) == 2
+
+
+def test_breakdown_profiles_the_token_counts_and_intermediate_size_it_is_given(monkeypatch, tmp_path):
+    """``bench --breakdown --inter N --tokens ...`` profiles those sizes (session 18 read the
+    decode path at 16 tokens from it); without them the default sizes; the result is
+    written as kernel_breakdown_<tag>.json."""
+    import json
+
+    from nf3_hybrid import cli
+
+    asked = []
+
+    def fake_breakdown(inter=512, tokens=bench.BREAKDOWN_TOKENS, log=print):
+        asked.append((inter, tuple(tokens)))
+        return {"inter": inter, "per_call_us": {m: {} for m in tokens}}
+
+    monkeypatch.setattr(bench, "breakdown", fake_breakdown)
+    out = str(tmp_path)
+    assert cli.main(["bench", "--ours-only", "--breakdown", "--inter", "2048", "--tokens", "4", "16",
+                     "--out-dir", out, "--tag", "t"]) == 0
+    assert cli.main(["bench", "--ours-only", "--breakdown", "--out-dir", out, "--tag", "d"]) == 0
+    assert asked == [(2048, (4, 16)), (512, bench.BREAKDOWN_TOKENS)]
+    assert json.loads((tmp_path / "kernel_breakdown_t.json").read_text())["inter"] == 2048
