@@ -305,6 +305,13 @@ SWEEP = {
              dict(BN13=2, BK13=1024, BN2=16, BK2=256, warps=1),
              dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1)],
     "small": [
+        # the built-in tiles (both tiers on the mma kernels since session 10); the Triton
+        # tiles below are far slower — session 18, I=2048, µs at 1 / 8 / 16 / 64 tokens: the
+        # fastest of them (ptx4) 293 / 1008 / 1691 / 3659 (sweep's timings in
+        # bench_moe_h200_s18_small_sweep_i2048.json) against 434 µs at 8 and 726 at 16 on
+        # these (bench_moe_h200_s18_grouped_bounds.json)
+        dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1, ptx4=1, mma=1, mma_kept=1,
+             mma_split=2),
         dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1),
         dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, magic=1, ptx=1),
         dict(BM=16, BN13=32, BK13=256, BN2=64, BK2=256, warps=4, stages=2, ptx=1),
@@ -501,12 +508,14 @@ def sweep(inter=512, log=print, classes=None, only=None) -> dict:
     chosen, trials = {}, []
     default = {"gemv": triton_tiers.kernel_config(1, False, inter),
                **triton_tiers.class_tiles(False)}
-    gemv_tokens = executor_mod.GEMV_TOKENS
+    gemv_tokens, by_inter = executor_mod.GEMV_TOKENS, triton_tiers.GEMV_TOKENS_BY_INTER
     for cls in SWEEP:
         if classes and cls not in classes:
             continue
         cands = sweep_candidates(cls, default[cls], only)
         executor_mod.GEMV_TOKENS = gemv_tokens if cls == "gemv" else 0
+        # the GEMV's tiles timed up to GEMV_TOKENS at every intermediate size
+        triton_tiers.GEMV_TOKENS_BY_INTER = () if cls == "gemv" else by_inter
         per_m = []
         for cfg in cands:
             triton_tiers.CONFIG_OVERRIDE = {**default, cls: cfg}
@@ -520,7 +529,7 @@ def sweep(inter=512, log=print, classes=None, only=None) -> dict:
             log(f"sweep {cls} {cfg}: {times}")
         best_at = {m: min(t[m] for _, t in per_m) for m in SWEEP_TOKENS[cls]}
         chosen[cls] = min(per_m, key=lambda ct: sum(ct[1][m] / best_at[m] for m in best_at))[0]
-    executor_mod.GEMV_TOKENS = gemv_tokens
+    executor_mod.GEMV_TOKENS, triton_tiers.GEMV_TOKENS_BY_INTER = gemv_tokens, by_inter
     triton_tiers.CONFIG_OVERRIDE = {**default, **chosen}
     return {"chosen": chosen, "trials": trials, "inter": inter}
 
@@ -583,11 +592,13 @@ def use_tiles(result: dict) -> dict:
 
 
 def set_gemv_tokens(n: int):
-    """Moves the decode-path threshold (the workspace sizes its per-pair buffer from it)."""
+    """Moves the decode-path threshold, to n for every intermediate size (the workspace
+    sizes its per-pair buffer from it)."""
     from .backends import executor as executor_mod
     from .backends import triton_tiers
 
     triton_tiers.GEMV_TOKENS = executor_mod.GEMV_TOKENS = n
+    triton_tiers.GEMV_TOKENS_BY_INTER = ()
 
 
 def main(args) -> int:

@@ -222,7 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--chunk-tokens", type=int, help="tokens a pass of the grouped path at most "
                    "(default: the built-in CHUNK_TOKENS; larger batches run in passes)")
     b.add_argument("--pair-rows", choices=["fp32", "bf16"], help="dtype of the per-pair output rows the top-k sum "
-                   "reads (default fp32; bf16 as vLLM's fused MoE keeps them: an experiment)")
+                   "reads (default bf16, as vLLM's fused MoE keeps them; fp32: exact rows, twice the bytes)")
     b.add_argument("--breakdown", action="store_true", help="only: per-kernel GPU time of the hybrid layer")
     b.add_argument("--ours-only", action="store_true",
                    help="time only the hybrid kernels (no vLLM needed: for kernel work on a bare GPU host)")

@@ -55,6 +55,37 @@ def test_hybrid_layer_matches_reference(kept_fmt, m, topk, monkeypatch):
     assert rel(out, ref.forward(x, w, ids)) < TOL
 
 
+@pytest.mark.parametrize("inter,up_to", [(256, 24), (512, 16), (1024, 8), (2048, 6)])
+def test_the_decode_gemv_gives_way_to_the_grouped_tiles_sooner_the_wider_the_layer(inter, up_to, monkeypatch):
+    """triton_tiers.GEMV_TOKENS_BY_INTER (session 18's H200 crossovers): a layer of per-rank
+    intermediate size ``inter`` takes the per-pair GEMV up to ``up_to`` tokens and the
+    grouped path from one more, is warmed up on both sides of that bound, and a benchmark's
+    --gemv-tokens N (bench.set_gemv_tokens) moves the bound to N whatever the size. The
+    paths' launches are recorded, not run (the kernels have their own tests)."""
+    from nf3_hybrid import bench
+    from nf3_hybrid.backends import executor, triton_tiers
+
+    for name in ("GEMV_TOKENS", "GEMV_TOKENS_BY_INTER"):
+        monkeypatch.setattr(triton_tiers, name, getattr(triton_tiers, name))
+    monkeypatch.setattr(executor, "GEMV_TOKENS", executor.GEMV_TOKENS)
+    ref, tri, ws = build("nvfp4", 2, 4, 64, inter, 64, 2, seed=5)
+    took = []
+    monkeypatch.setattr(executor, "run_decode", lambda *a: took.append(("gemv", a[3].shape[0])))
+    monkeypatch.setattr(executor, "run_chunk", lambda tiers, maps, x, *a, **k: took.append(("grouped", x.shape[0])))
+    for m in (up_to, up_to + 1):
+        w, ids = routing(m, 4, 2, seed=m, device=DEV)
+        tri.forward(torch.zeros(m, 64, dtype=torch.bfloat16, device=DEV), w, ids)
+    assert took == [("gemv", up_to), ("grouped", up_to + 1)]
+    assert tri.gemv_tokens() == up_to and not tri.can_mark(up_to) and tri.can_mark(up_to + 1)
+    monkeypatch.setattr(executor, "interpret", lambda: False)  # what warm-up skips under the interpreter
+    monkeypatch.setattr(executor, "_compiled", set())
+    took.clear()
+    tri.warmup(4, 2)
+    assert ("gemv", 1) in took and ("grouped", up_to + 1) in took and all(n != up_to for _, n in took)
+    bench.set_gemv_tokens(20)
+    assert tri.gemv_tokens() == 20
+
+
 @pytest.mark.parametrize("kept_fmt,m", [("nvfp4", 1), ("nvfp4", 64), ("mxfp4_e8m0k32", 5), ("mxfp4_e8m0k32", 40)])
 def test_grouped_decode_tiles(kept_fmt, m, monkeypatch):
     """Decode-sized batches through the grouped kernels' small tiles (the per-pair path
@@ -241,7 +272,7 @@ def test_workspace_grows_once_and_holds_a_row_per_routed_pair():
     assert ws.reserve(5000, 8, 128, 64, 12)
     assert not ws.reserve(100, 4, 128, 32, 3)  # covered already: nothing reallocated
     assert ws.chunk == 2048 and ws.pair_rows.shape == (2048 * 8, 128)
-    assert ws.nbytes() >= ws.pair_rows.numel() * 4 + ws.inter_cache.numel() * 2
+    assert ws.nbytes() >= ws.pair_rows.numel() * ws.pair_rows.element_size() + ws.inter_cache.numel() * 2
     assert ws.reserve(5000, 8, 256, 64, 12) and ws.pair_rows.shape == (2048 * 8, 256)
 
 

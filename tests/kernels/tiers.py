@@ -65,8 +65,9 @@ def gemv_up_to(monkeypatch, n):
     """The per-pair path up to n tokens: tests whose batches of 70 are to take the grouped
     path pin it, whatever the built-in threshold. Both copies of the threshold: the
     executor's picks the path, the workspace's sizes the per-pair scratch (call before
-    the workspace is planned)."""
+    the workspace is planned); n for every intermediate size (no GEMV_TOKENS_BY_INTER)."""
     from nf3_hybrid.backends import executor, triton_tiers
 
     monkeypatch.setattr(executor, "GEMV_TOKENS", n)
     monkeypatch.setattr(triton_tiers, "GEMV_TOKENS", n)
+    monkeypatch.setattr(triton_tiers, "GEMV_TOKENS_BY_INTER", ())

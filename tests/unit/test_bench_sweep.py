@@ -66,8 +66,8 @@ def test_tiles_from_a_sweep_json_replace_exactly_the_classes_it_chose(tmp_path, 
 
 def test_chunk_tokens_and_pair_rows_set_what_the_workspace_plans_and_nonsense_is_refused(monkeypatch, capsys):
     """``bench --chunk-tokens N``: the run's workspaces are planned in passes of N tokens
-    (what session 17 timed 4096-token passes with); ``--pair-rows bf16``: their pair rows
-    in bf16. A chunk below 1 is a clear error before any GPU work."""
+    (what session 17 timed 4096-token passes with); ``--pair-rows fp32``: their pair rows
+    in fp32 (bf16 by default). A chunk below 1 is a clear error before any GPU work."""
     import torch
 
     from nf3_hybrid import cli
@@ -85,8 +85,8 @@ def test_chunk_tokens_and_pair_rows_set_what_the_workspace_plans_and_nonsense_is
 
     monkeypatch.setattr(bench, "run", fake_run)
     assert cli.main(["bench", "--ours-only", "--chunk-tokens", "4096", "--tokens", "3072"]) == 0
-    assert cli.main(["bench", "--ours-only", "--pair-rows", "bf16", "--tokens", "8"]) == 0
-    assert planned == [(4096, torch.float32, (3072,), False), (4096, torch.bfloat16, (8,), False)]
+    assert cli.main(["bench", "--ours-only", "--pair-rows", "fp32", "--tokens", "8"]) == 0
+    assert planned == [(4096, torch.bfloat16, (3072,), False), (4096, torch.float32, (8,), False)]
     assert cli.main(["bench", "--chunk-tokens", "0"]) == 2
     assert "--chunk-tokens 0" in capsys.readouterr().err and len(planned) == 2
 

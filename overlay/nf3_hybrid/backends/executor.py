@@ -1,9 +1,10 @@
 """Both tiers of one layer: tier A (kept) + tier B (NF3) → the routed output.
 
 When every non-empty tier runs on Triton, one routing launch serves both, every routed
-pair's fp32 output row goes to the workspace and each token's rows are summed in slot
-order (bit-for-bit reproducible); otherwise each tier adds its part into a fresh fp32
-buffer. Either way the result is rounded once to the activation dtype.
+pair's output row goes to the workspace (bf16, as vLLM's fused MoE keeps them:
+triton_tiers.PAIR_ROWS_DTYPE) and each token's rows are summed in fp32 in slot order
+(bit-for-bit reproducible), rounded once to the activation dtype; otherwise each tier adds
+its part into a fresh fp32 buffer, rounded once at the end.
 """
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ import torch
 from .base import TierBackend
 from .base import MXFP4, NVFP4
 from ..kernels import interpret
-from .triton_tiers import (GEMV_TOKENS, TritonTier, all_wgmma, check_capacity, class_sizes, run_chunk,
-                           run_decode, stacked_maps)
+from .triton_tiers import (GEMV_TOKENS, TritonTier, all_wgmma, check_capacity, class_sizes, gemv_tokens,
+                           run_chunk, run_decode, stacked_maps)
 
 _compiled = set()
 
@@ -32,6 +33,14 @@ class LayerExecutor:
         self.nf3 = next((b for b in active if b.tier.fmt not in (NVFP4, MXFP4)), None) if self.fused else None
         self.graph_safe = all(b.graph_safe for b in active)
 
+    def gemv_tokens(self) -> int:
+        """Up to how many tokens this layer takes the per-pair decode GEMV: GEMV_TOKENS (this
+        module's copy, which the benchmark and tests move) as lowered for the layer's
+        intermediate size (triton_tiers.gemv_tokens); 0 when not every tier is on Triton."""
+        if not self.fused:
+            return 0
+        return gemv_tokens(self.triton[0].tier.inter, GEMV_TOKENS)
+
     def warmup(self, num_experts: int, topk: int, dtype=torch.bfloat16):
         """Compile every kernel variant this layer shape uses (the decode GEMV, each grouped
         class above it) now, while weights load — not during serving or CUDA-graph capture.
@@ -46,7 +55,8 @@ class LayerExecutor:
         _compiled.add(key)
         dev = t.ws.device
         firsts = class_sizes(all_wgmma(self.triton))  # the bounds this layer's tiers run on
-        sizes = sorted({1, GEMV_TOKENS + 1, *(c for c in firsts if c > GEMV_TOKENS)})
+        up_to = self.gemv_tokens()
+        sizes = sorted({1, up_to + 1, *(c for c in firsts if c > up_to)})
         for m in sizes:
             if m > t.ws.max_tokens:
                 break
@@ -58,7 +68,7 @@ class LayerExecutor:
         """Whether a call of m tokens records all four profiling marks: the fused path
         does in a single grouped pass only (not the per-pair decode path, nor a batch above
         the scratch's chunk such as vLLM's memory-profiling dummy batch)."""
-        return not self.fused or GEMV_TOKENS < m <= self.triton[0].ws.chunk
+        return not self.fused or self.gemv_tokens() < m <= self.triton[0].ws.chunk
 
     def forward(self, x: torch.Tensor, topk_weights: torch.Tensor, topk_ids: torch.Tensor,
                 weights_on_input: bool = False, marks=None) -> torch.Tensor:
@@ -71,7 +81,7 @@ class LayerExecutor:
             ws = self.triton[0].ws
             check_capacity(ws, m)
             result = torch.empty((m, self.hidden), dtype=x.dtype, device=x.device)
-            if m <= GEMV_TOKENS:
+            if m <= self.gemv_tokens():
                 run_decode(self.kept, self.nf3, result, x, topk_weights, topk_ids, weights_on_input)
                 return result
             single = m <= ws.chunk

@@ -42,7 +42,18 @@ CHUNK_TOKENS = 2048
 # Session 10, grouped GEMMs on the mma kernels (kernels/mma_tiles.py): the grouped path
 # wins from 32 tokens — GEMV / grouped 432 / 415 µs at 32, 232 / 291 at 16 (I=512), 1653 /
 # 1530 and 846 / 957 (I=2048) (layer_mma_h200_s10b.json); the threshold is put between.
+# The largest threshold (what the per-pair scratch is sized for); a layer's own is
+# ``gemv_tokens(inter)``.
 GEMV_TOKENS = 24
+# Session 18: after sessions 14-17 (tiled NF3 layout, faster routing, one-kernel activation
+# order) the grouped "small" tiles overtake the GEMV earlier, and the earlier the wider the
+# layer's per-rank intermediate size — the GEMV's cost follows the routed pairs, the small
+# tiles' the experts hit. H200, GLM-5.2, hybrid layer, µs, GEMV / small tiles in one call
+# (bench_moe_h200_s18_{gemv,grouped}_bounds.json): I=512 181 / 206 at 12 tokens, 234 / 234
+# at 16, 286 / 257 at 20, 337 / 284 at 24; I=1024 240 / 247 at 8, 343 / 320 at 12, 443 / 385
+# at 16; I=2048 357 / 363 at 6, 459 / 434 at 8, 868 / 726 at 16. So: (intermediate size at
+# least, GEMV up to this many tokens); below 512 (not measured) the GEMV keeps GEMV_TOKENS.
+GEMV_TOKENS_BY_INTER = ((512, 16), (1024, 8), (2048, 6))
 DECODE_TOKENS = 64
 # the grouped path runs the kept tier's two GEMMs on a second CUDA stream, beside the NF3
 # tier's (each tier's launch covers every expert block and most of them exit at once: on
@@ -52,13 +63,15 @@ DECODE_TOKENS = 64
 CONCURRENT_TIERS = True
 # set by the benchmark's config sweep only
 CONFIG_OVERRIDE: Optional[dict] = None
-# the pair rows' dtype (read when a workspace is planned). float32 by default: each routed
-# pair's output row kept exact until its token's sum rounds once. bf16 (``bench --pair-rows
-# bf16``, an experiment knob) is what vLLM's own fused MoE keeps per pair, one more bf16
-# rounding a row, and halves the bytes the top-k sum reads — 403 MB at 2048 tokens of
-# GLM-5.2, 107 µs of the hybrid layer's ~1.1 ms on the H200 (kernel_breakdown_h200_s17_prep.json).
-# Not timed yet (session 17 built it after its device time was spent).
-PAIR_ROWS_DTYPE = torch.float32
+# the pair rows' dtype (read when a workspace is planned): bf16, what vLLM's own fused MoE
+# keeps per routed pair — one bf16 rounding a row before the top-k sum adds them in fp32.
+# Session 18, H200, GLM-5.2, hybrid layer, one call, fp32 against bf16 rows
+# (bench_moe_h200_s18_{fp32,bf16}.json): I=512 654 / 775 / 1144 / 2346 µs against 628 / 740
+# / 1055 / 2109 at 512 / 1024 / 2048 / 4096 tokens, I=2048 2234 / 2689 / 4389 against 2152 /
+# 2621 / 4195 (8917 against 8945 at 4096), decode within 3 %; the top-k sum at 2048 tokens
+# 107 → 56 µs (kernel_breakdown_h200_s18_bf16.json); half the workspace's largest buffer
+# (403 → 201 MB at 2048 tokens). ``bench --pair-rows fp32`` times the exact rows.
+PAIR_ROWS_DTYPE = torch.bfloat16
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +80,16 @@ _FMT = {NF3: expert_mlp.FMT_NF3, NVFP4: expert_mlp.FMT_NVFP4, MXFP4: expert_mlp.
 
 class CapacityError(RuntimeError):
     """A batch larger than the token capacity the scratch was planned for."""
+
+
+def gemv_tokens(inter: int, most: Optional[int] = None) -> int:
+    """Up to how many tokens a layer of per-rank intermediate size ``inter`` takes the
+    per-pair GEMV: ``most`` (default GEMV_TOKENS), lowered by GEMV_TOKENS_BY_INTER."""
+    n = GEMV_TOKENS if most is None else most
+    for at_least, tokens in GEMV_TOKENS_BY_INTER:
+        if inter >= at_least:
+            n = min(n, tokens)
+    return n
 
 
 def kernel_config(m: int, interp: bool, inter: int = 2048) -> dict:

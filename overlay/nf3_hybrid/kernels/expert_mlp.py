@@ -5,7 +5,7 @@ Kernels, the structure of vLLM's fused MoE:
 - ``_w13_kernel``: for one expert block and one tile of the intermediate dimension, the
   gate and up GEMMs, then SiLU·mul into the intermediate cache.
 - ``_w2_kernel``: the down GEMM of the cache times the routing weight, stored as the
-  pair's fp32 row (``pair_rows``; kernels/pair_sum.py then adds each token's rows in slot
+  pair's row (``pair_rows``, bf16 by default; kernels/pair_sum.py then adds each token's rows in slot
   order — reproducible), or atomically added into the token's output row (a tier that
   shares its output with another backend).
 

@@ -389,7 +389,7 @@ def _store2(acc, e, slot0, j, s2_ptr, sorted_ptr, tw_ptr, out_ptr, stride_om, P,
             WEIGHT_ON_INPUT: gl.constexpr, PAIR_ROWS: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr,
             MMA: gl.constexpr):
     """The down kernels' end: accumulator [BN, BM] of output rows j·BN.. for the BM slots
-    from ``slot0`` → each routed pair's fp32 row (PAIR_ROWS) or added atomically into its
+    from ``slot0`` → each routed pair's row (PAIR_ROWS, the workspace's dtype) or added atomically into its
     token's row."""
     pairs = gl.load(sorted_ptr + slot0 + gl.arange(0, BM, layout=gl.SliceLayout(0, MMA)))
     valid = pairs < P
@@ -466,7 +466,7 @@ def mma2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr
                 BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, MMA: gl.constexpr, LW: gl.constexpr,
                 XL: gl.constexpr, SPLIT: gl.constexpr = 1, TILED: gl.constexpr = False):
     """Down rows [j·BN, +BN) of one expert block from the intermediate cache (K = the
-    intermediate size, in activation order): each pair's fp32 row stored (PAIR_ROWS) or
+    intermediate size, in activation order): each pair's row stored (PAIR_ROWS) or
     added atomically into its token's row."""
     gl.static_assert(SPLIT == 1 or BK == 128, "split K steps are the halves of one 128-wide window")
     A_DOT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)

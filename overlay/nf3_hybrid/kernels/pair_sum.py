@@ -1,7 +1,8 @@
 """The routed output of each token: its top-k pair rows summed in slot order.
 
-Both paths write one row per routed (token, slot) pair — fp32, or bf16 under the
-benchmark's ``--pair-rows bf16`` (triton_tiers.PAIR_ROWS_DTYPE) — and this kernel adds a
+Both paths write one row per routed (token, slot) pair — bf16 as vLLM's fused MoE keeps
+them, or fp32 under the benchmark's ``--pair-rows fp32`` (triton_tiers.PAIR_ROWS_DTYPE) —
+and this kernel adds a
 token's k rows in fp32, slot 0 first, rounding once to the activation dtype. A fixed order
 makes the layer's output bit-for-bit reproducible: fp32 atomics into shared token
 rows (what the grouped path did before) sum in whatever order the CTAs finish, so two

@@ -248,7 +248,7 @@ def wg2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr,
                MMA_T: gl.constexpr = None, XL_T: gl.constexpr = None, TILED: gl.constexpr = False):
     """Down rows [j·BN, +BN) of one expert block (BM slots, and TAIL more as in wg13_kernel)
     from the intermediate cache (K = the intermediate size, in activation order): each
-    pair's fp32 row stored (PAIR_ROWS) or added atomically into its token's row
+    pair's row stored (PAIR_ROWS; its dtype the workspace's) or added atomically into its token's row
     (mma_gluon.mma2_kernel's contract)."""
     gl.static_assert(BK == 128, "one 128-wide window a K step")
     gl.static_assert(STAGES >= 2, "a step's copy is issued while the step before is multiplied")
