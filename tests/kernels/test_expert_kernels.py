@@ -184,25 +184,32 @@ def test_output_reproducible_and_experts_of_no_tier_skipped(m, monkeypatch):
 
 @pytest.mark.parametrize("m", [3, 70])
 def test_bf16_pair_rows_give_the_reference_result_within_one_more_rounding(m, monkeypatch):
-    """triton_tiers.PAIR_ROWS_DTYPE bf16 (``bench --pair-rows bf16``): the workspace holds
+    """triton_tiers.PAIR_ROWS_DTYPE bf16 (the default since session 18): the workspace holds
     the per-pair rows in bf16, every down kernel stores them so (decode GEMV at 3 tokens,
     grouped path at 70), the top-k sum still adds in fp32 — the reference's result, and
     within about a bf16 rounding of the fp32 rows' output."""
+    gemv_up_to(monkeypatch, 16)
+    _check_bf16_pair_rows(monkeypatch, m, experts=16, n_kept=6, hidden=128, inter=64, max_tokens=80, topk=4,
+                          seed=31, routing_seed=m + 5)
+
+
+def _check_bf16_pair_rows(monkeypatch, m, experts, n_kept, hidden, inter, max_tokens, topk, seed, routing_seed):
+    """One layer run with fp32 and with bf16 pair rows (a workspace planned for each): the
+    bf16 rows' output is the reference's and within about one bf16 rounding of the fp32
+    rows' output."""
     from nf3_hybrid.backends import triton_tiers
 
-    gemv_up_to(monkeypatch, 16)
     got = {}
     for dtype in (torch.float32, torch.bfloat16):
         monkeypatch.setattr(triton_tiers, "PAIR_ROWS_DTYPE", dtype)
-        ref, tri, ws = build("nvfp4", 6, 16, 128, 64, 80, 4, seed=31)
+        ref, tri, ws = build("nvfp4", n_kept, experts, hidden, inter, max_tokens, topk, seed=seed)
         assert ws.pair_rows.dtype == dtype
-        w, ids = routing(m, 16, 4, seed=m + 5, device=DEV)
-        x = (torch.randn(m, 128, generator=torch.Generator().manual_seed(m)) * 2).to(torch.bfloat16).to(DEV)
+        w, ids = routing(m, experts, topk, seed=routing_seed, device=DEV)
+        x = (torch.randn(m, hidden, generator=torch.Generator().manual_seed(m)) * 2).to(torch.bfloat16).to(DEV)
         poison(ws)
         got[dtype] = tri.forward(x, w, ids)
-    want = ref.forward(x, w, ids)
     assert torch.isfinite(got[torch.bfloat16]).all()
-    assert rel(got[torch.bfloat16], want) < TOL
+    assert rel(got[torch.bfloat16], ref.forward(x, w, ids)) < TOL
     assert rel(got[torch.bfloat16], got[torch.float32]) < 2 ** -7, rel(got[torch.bfloat16], got[torch.float32])
 
 
@@ -734,20 +741,8 @@ def test_bf16_pair_rows_on_the_built_in_gpu_tiles_match_the_reference(monkeypatc
     within about one bf16 rounding of the fp32 rows' output."""
     if DEV != "cuda":
         pytest.skip("the GPU's tiles")
-    from nf3_hybrid.backends import triton_tiers
-
-    got = {}
-    for dtype in (torch.float32, torch.bfloat16):
-        monkeypatch.setattr(triton_tiers, "PAIR_ROWS_DTYPE", dtype)
-        ref, tri, ws = build("nvfp4", 24, 64, 1024, 512, 2500, 8, seed=47)
-        assert ws.pair_rows.dtype == dtype
-        w, ids = routing(m, 64, 8, seed=m + 13, device=DEV)
-        x = (torch.randn(m, 1024, generator=torch.Generator().manual_seed(m)) * 2).to(torch.bfloat16).to(DEV)
-        poison(ws)
-        got[dtype] = tri.forward(x, w, ids)
-    assert torch.isfinite(got[torch.bfloat16]).all()
-    assert rel(got[torch.bfloat16], ref.forward(x, w, ids)) < TOL
-    assert rel(got[torch.bfloat16], got[torch.float32]) < 2 ** -7, rel(got[torch.bfloat16], got[torch.float32])
+    _check_bf16_pair_rows(monkeypatch, m, experts=64, n_kept=24, hidden=1024, inter=512, max_tokens=2500, topk=8,
+                          seed=47, routing_seed=m + 13)
 
 
 @pytest.mark.gpu

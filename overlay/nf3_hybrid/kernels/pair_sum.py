@@ -2,9 +2,8 @@
 
 Both paths write one row per routed (token, slot) pair — bf16 as vLLM's fused MoE keeps
 them, or fp32 under the benchmark's ``--pair-rows fp32`` (triton_tiers.PAIR_ROWS_DTYPE) —
-and this kernel adds a
-token's k rows in fp32, slot 0 first, rounding once to the activation dtype. A fixed order
-makes the layer's output bit-for-bit reproducible: fp32 atomics into shared token
+and this kernel adds a token's k rows in fp32, slot 0 first, rounding once to the
+activation dtype. A fixed order makes the layer's output bit-for-bit reproducible: fp32 atomics into shared token
 rows (what the grouped path did before) sum in whatever order the CTAs finish, so two
 runs of one batch differed in the last bits — enough, on a tiny random model, to move
 teacher-forced log-probs at near-tied positions and hide real differences between
