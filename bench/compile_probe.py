@@ -139,7 +139,7 @@ def main():
     if a.mma:
         return mma(a)
     cfg = _cfg(a)
-    c = dict(COMMON, PDL=bool(cfg.get("pdl", 1)), B_TILED=bool(cfg.get("tiled")))
+    c = dict(COMMON, PDL=bool(cfg.get("pdl", 1)), B_TILED=bool(cfg.get("tiled")), L2PF=bool(cfg.get("l2pf")))
     for kernel, bn, bk, extra in ((expert_gemv._gemv13_kernel, cfg["BN13"], cfg["BK13"], c),
                                   (expert_gemv._gemv2_kernel, cfg["BN2"], cfg["BK2"], c)):
         r = probe(kernel, dict(extra, BN=bn, BK=bk), a.arch, cfg["warps"], a.dump, maxnreg=cfg.get("maxnreg"))

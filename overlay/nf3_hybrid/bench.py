@@ -303,7 +303,12 @@ SWEEP = {
              # tokens on
              dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1, pdl=0),
              dict(BN13=2, BK13=1024, BN2=16, BK2=256, warps=1),
-             dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1)],
+             dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1),
+             # session 19: each program bulk-prefetches its weight rows and scales over all
+             # of K into L2 before its first load (SM90+; kernels/expert_gemv.py's
+             # _prefetch_rows), at I=512's and I=2048's down tiles
+             dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, l2pf=1),
+             dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1, l2pf=1)],
     "small": [
         # the built-in tiles (both tiers on the mma kernels since session 10); the Triton
         # tiles below are far slower — session 18, I=2048, µs at 1 / 8 / 16 / 64 tokens: the

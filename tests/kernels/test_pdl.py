@@ -29,3 +29,26 @@ def test_gemv_waits_after_its_first_weight_loads(pdl, tmp_path):
             assert any(i > w for i in loads), kernel
             start = w
         assert launches[0] > max(waits), kernel
+
+
+@pytest.mark.parametrize("l2pf", [1, 0])
+@pytest.mark.parametrize("tiled", [1, 0])
+def test_gemv_l2_prefetch_is_issued_before_the_first_weight_loads(l2pf, tiled, tmp_path):
+    """Tile option ``l2pf``: each tier branch asks the bulk copy engine for its rows (and
+    with gate/up pairs their up rows), words and scales, before its first weight
+    load — a prefetch Triton dropped or moved after the loads would buy nothing. One
+    thread issues it (predicated on %tid.x)."""
+    compile_probe(tmp_path, "--cfg", f"BN13=2,BK13=1024,BN2=8,BK2=512,warps=1,l2pf={l2pf},tiled={tiled}")
+    for kernel, per_branch in (("_gemv13_kernel", 4), ("_gemv2_kernel", 2)):
+        lines = (tmp_path / f"{kernel}.ptx").read_text().splitlines()
+        pf = [i for i, ln in enumerate(lines) if "cp.async.bulk.prefetch.L2.global" in ln]
+        if not l2pf:
+            assert not pf, kernel
+            continue
+        assert len(pf) == 2 * per_branch, (kernel, len(pf))
+        assert all("@" in lines[i] for i in pf), kernel  # predicated: one thread
+        loads = [i for i, ln in enumerate(lines) if "ld.global" in ln]
+        for branch in (pf[:per_branch], pf[per_branch:]):
+            # the branch's weight loads follow its prefetches, none between them
+            assert any(i > max(branch) for i in loads), kernel
+            assert not [i for i in loads if min(branch) < i < max(branch)], kernel

@@ -82,6 +82,11 @@ class CapacityError(RuntimeError):
     """A batch larger than the token capacity the scratch was planned for."""
 
 
+# tile option l2pf's default: each decode GEMV program bulk-prefetches its weight rows and
+# scales into L2 before its first load (SM90+, kernels/expert_gemv.py's _prefetch_rows)
+GEMV_L2_PREFETCH = False
+
+
 def gemv_tokens(inter: int, most: Optional[int] = None) -> int:
     """Up to how many tokens a layer of per-rank intermediate size ``inter`` takes the
     per-pair GEMV: ``most`` (default GEMV_TOKENS), lowered by GEMV_TOKENS_BY_INTER."""
@@ -107,7 +112,7 @@ def kernel_config(m: int, interp: bool, inter: int = 2048) -> dict:
     # tokens against 35.5 / 106.7 / 360.1 with session 5's BN13=4, BN2=16 on two warps (not
     # profiled; a one-warp program's row sums need no cross-warp reduction through shared
     # memory, and at the same registers per thread twice as many programs fit on an SM)
-    return dict(BN13=2, BK13=1024, warps=1, **down_tiles(inter))
+    return dict(BN13=2, BK13=1024, warps=1, l2pf=int(GEMV_L2_PREFETCH), **down_tiles(inter))
 
 
 def down_tiles(inter: int) -> dict:
@@ -323,6 +328,8 @@ class Workspace:
         # overlap their launches (kernels/expert_gemv.py)
         info = device_info(self.device)
         self.pdl = info.kind == "cuda" and info.capability[0] >= 9
+        # the bulk copy engine's L2 prefetch (SM90 and later), tile option l2pf
+        self.l2_prefetch = self.pdl
         # grouped path, two tiers: the side stream and the events that fork and join it
         self.side = None
         if info.kind == "cuda" and CONCURRENT_TIERS:
@@ -625,7 +632,7 @@ def run_decode(kept, nf3_tier, result, x, topk_weights, topk_ids, weights_on_inp
     inter = (kept or nf3_tier).tier.inter
     expert_gemv.launch_decode(kept, nf3_tier, x, tw, ids, topk, ws.planes, ws.pair_inter[:pairs, :inter],
                               ws.pair_rows[:pairs], result, weights_on_input, kernel_config(m, interpret(), inter),
-                              asm=not interpret(), pdl=ws.pdl)
+                              asm=not interpret(), pdl=ws.pdl, l2_prefetch=ws.l2_prefetch)
 
 
 def run_chunk(tiers, maps, x, topk_weights, topk_ids, weights_on_input, *, result=None, add_into=None,

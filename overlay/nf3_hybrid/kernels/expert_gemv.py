@@ -212,11 +212,48 @@ def _scale_unit(FMT: tl.constexpr):
     return 256.0
 
 
+# cp.async.bulk.prefetch.L2 (SM90+): one thread asks the copy engine to bring a byte
+# range into L2 and goes on; the dummy output keeps the statement (it is not pure)
+_L2PF_ASM = tl.constexpr("""{
+.reg .pred pf_p;
+.reg .b32 pf_t;
+mov.u32 pf_t, %tid.x;
+setp.eq.u32 pf_p, pf_t, 0;
+@pf_p cp.async.bulk.prefetch.L2.global [$1], $2;
+mov.u32 $0, 0;
+}""")
+
+
+@triton.jit
+def _l2_prefetch(ptr, nbytes):
+    """Prefetch ``nbytes`` from ``ptr`` into L2, widened to whole 16-byte blocks (the bulk
+    copy's alignment)."""
+    a = ptr.to(tl.int64)
+    lo = a & -16
+    hi = (a + nbytes + 15) & -16
+    tl.inline_asm_elementwise(_L2PF_ASM, "=r,l,r", [lo, (hi - lo).to(tl.int32)], dtype=tl.int32,
+                              is_pure=False, pack=1)
+
+
+@triton.jit
+def _prefetch_rows(wbase, sbase, row0, up_off, stride_wn, stride_sn, R: tl.constexpr, PAIRED: tl.constexpr):
+    """L2 prefetch of a program's weight rows and scales over all of K: rows row0.. (and
+    their up rows with PAIRED). A tiled NF3 tier's 16-row blocks interleave their rows, so
+    there the same range is this program's share of its block, whose other programs
+    prefetch the rest."""
+    n: tl.constexpr = R // 2 if PAIRED else R
+    _l2_prefetch(wbase + row0 * stride_wn, n * stride_wn * 4)
+    _l2_prefetch(sbase + row0 * stride_sn, n * stride_sn)
+    if PAIRED:
+        _l2_prefetch(wbase + (row0 + up_off) * stride_wn, n * stride_wn * 4)
+        _l2_prefetch(sbase + (row0 + up_off) * stride_sn, n * stride_sn)
+
+
 @triton.jit
 def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, stride_sn, vec_ptr, K,
               vtab_ptr, stab_ptr, t0, t1, t2, t3, FMT: tl.constexpr, GROUP: tl.constexpr,
               R: tl.constexpr, BK: tl.constexpr, ASM: tl.constexpr, PAIRED: tl.constexpr, PDL: tl.constexpr,
-              TILED: tl.constexpr = False):
+              TILED: tl.constexpr = False, L2PF: tl.constexpr = False):
     """fp32 [R]: R weight rows of local expert e times the activations — rows row0.. , or
     with PAIRED the interleaved pairs (row0 + i, up_off + row0 + i), a gate row and its up
     row, so both come out of one pass over K. ``w_ptr``: the packed tensor viewed as int32
@@ -243,6 +280,8 @@ def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, st
     pstride = K // 8
     wbase = w_ptr + e.to(tl.int64) * stride_we
     sbase = s_ptr + e.to(tl.int64) * stride_se
+    if L2PF and ASM:
+        _prefetch_rows(wbase, sbase, row0, up_off, stride_wn, stride_sn, R, PAIRED)
     if FMT == 0:
         # element i of the flat tensors: row i // U, unit i % U
         i = tl.arange(0, R * U)
@@ -404,19 +443,19 @@ def _gemv13_kernel(
     b_map, b_w, b_s, b_swe, b_swn, b_sse, b_ssn, b_vtab, b_stab, b_t0, b_t1, b_t2, b_t3,
     A_FMT: tl.constexpr, A_GROUP: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
     A_HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-    ASM: tl.constexpr, PDL: tl.constexpr, B_TILED: tl.constexpr = False,
+    ASM: tl.constexpr, PDL: tl.constexpr, B_TILED: tl.constexpr = False, L2PF: tl.constexpr = False,
 ):
     p, j, cols, la, lb, rw = _pair(ids_ptr, tw_ptr, a_map, b_map, HAS_A, HAS_B, BN)
     xrow = (p // topk).to(tl.int64) * stride_xm
     hrow = h_ptr + p.to(tl.int64) * stride_h
     if la >= 0:
         gu = _rows_dot(a_w, a_s, la, j * BN, I, a_swe, a_swn, a_sse, a_ssn, xa_ptr + xrow, K,
-                       a_vtab, a_stab, a_t0, a_t1, a_t2, 0, A_FMT, A_GROUP, 2 * BN, BK, ASM, True, PDL)
+                       a_vtab, a_stab, a_t0, a_t1, a_t2, 0, A_FMT, A_GROUP, 2 * BN, BK, ASM, True, PDL, False, L2PF)
         gate, up = tl.split(tl.reshape(gu, [BN, 2]))
         _act_store(gate, up, hrow, cols, I, a_s2 + la * 2, rw, A_FMT, A_HAS_S2, WEIGHT_ON_INPUT)
     elif lb >= 0:
         gu = _rows_dot(b_w, b_s, lb, j * BN, I, b_swe, b_swn, b_sse, b_ssn, xb_ptr + xrow, K,
-                       b_vtab, b_stab, b_t0, b_t1, b_t2, b_t3, 0, 32, 2 * BN, BK, ASM, True, PDL, B_TILED)
+                       b_vtab, b_stab, b_t0, b_t1, b_t2, b_t3, 0, 32, 2 * BN, BK, ASM, True, PDL, B_TILED, L2PF)
         gate, up = tl.split(tl.reshape(gu, [BN, 2]))
         _act_store(gate, up, hrow, tiled_row(cols, B_TILED), I, a_s2, rw, 0, False, WEIGHT_ON_INPUT)
     if PDL:
@@ -432,7 +471,7 @@ def _gemv2_kernel(
     b_map, b_w, b_s, b_swe, b_swn, b_sse, b_ssn, b_vtab, b_stab, b_t0, b_t1, b_t2, b_t3,
     A_FMT: tl.constexpr, A_GROUP: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
     A_HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-    ASM: tl.constexpr, PDL: tl.constexpr, B_TILED: tl.constexpr = False,
+    ASM: tl.constexpr, PDL: tl.constexpr, B_TILED: tl.constexpr = False, L2PF: tl.constexpr = False,
 ):
     p, j, cols, la, lb, rw = _pair(ids_ptr, tw_ptr, a_map, b_map, HAS_A, HAS_B, BN)
     hrow = h_ptr + p.to(tl.int64) * stride_h
@@ -440,7 +479,7 @@ def _gemv2_kernel(
     yrow = ybase + cols
     if la >= 0:
         acc = _rows_dot(a_w, a_s, la, j * BN, 0, a_swe, a_swn, a_sse, a_ssn, hrow, I, a_vtab, a_stab,
-                        a_t0, a_t1, a_t2, 0, A_FMT, A_GROUP, BN, BK, ASM, False, PDL)
+                        a_t0, a_t1, a_t2, 0, A_FMT, A_GROUP, BN, BK, ASM, False, PDL, False, L2PF)
         if A_HAS_S2:
             acc *= tl.load(a_s2 + la)
         if not WEIGHT_ON_INPUT:
@@ -448,7 +487,7 @@ def _gemv2_kernel(
         tl.store(yrow, acc)
     elif lb >= 0:
         acc = _rows_dot(b_w, b_s, lb, j * BN, 0, b_swe, b_swn, b_sse, b_ssn, hrow, I, b_vtab, b_stab,
-                        b_t0, b_t1, b_t2, b_t3, 0, 32, BN, BK, ASM, False, PDL, B_TILED)
+                        b_t0, b_t1, b_t2, b_t3, 0, 32, BN, BK, ASM, False, PDL, B_TILED, L2PF)
         if not WEIGHT_ON_INPUT:
             acc *= rw
         tl.store(ybase + tiled_row(cols, B_TILED), acc)
@@ -459,7 +498,7 @@ def _gemv2_kernel(
 
 
 def launch_decode(a, b, x, topk_weights_flat, ids_flat, topk, planes, h, y, out, weight_on_input, cfg, asm,
-                  pdl=False):
+                  pdl=False, l2_prefetch=False):
     """a / b: TritonTier of the kept / NF3 tier (either may be None). ``planes``: fp16
     scratch [2, ≥ tokens, hidden] for the plane-order activations; ``h``: fp16 [pairs, I];
     ``y``: [pairs, hidden], fp32 or bf16 (triton_tiers.PAIR_ROWS_DTYPE). ``asm``: decode by
@@ -467,7 +506,9 @@ def launch_decode(a, b, x, topk_weights_flat, ids_flat, topk, planes, h, y, out,
     words (pairs). ``pdl``: chain the four launches by programmatic dependent launch
     (SM90+, not under the interpreter; up to the config's ``pdl`` tokens): each kernel
     starts while the one before finishes and waits for it only where it reads that
-    kernel's output."""
+    kernel's output. ``l2_prefetch``: the GPU has the bulk copy engine's L2 prefetch (SM90+);
+    the config's ``l2pf`` then has each program prefetch its weight rows and scales over
+    all of K into L2 before its first load."""
     import torch
 
     empty = (a or b).scales
@@ -496,7 +537,8 @@ def launch_decode(a, b, x, topk_weights_flat, ids_flat, topk, planes, h, y, out,
                   HAS_A=a is not None, HAS_B=b is not None,
                   A_HAS_S2=bool(a is not None and a.tier.w13_scale_2 is not None),
                   B_TILED=bool(b is not None and b.tiled),
-                  WEIGHT_ON_INPUT=weight_on_input, ASM=asm, num_warps=cfg["warps"])
+                  WEIGHT_ON_INPUT=weight_on_input, ASM=asm, num_warps=cfg["warps"],
+                  L2PF=bool(cfg.get("l2pf", 0) and asm and l2_prefetch))
     # up to cfg["pdl"] tokens (bench_moe_h200_s6_pdl.json, H200: 30.0 / 50.0 / 86.0 µs at
     # 1 / 2 / 4 tokens against 33.6 / 54.2 / 89.8 without, even at 8, 2-4 % slower from 16)
     pdl = bool(pdl and asm and m <= cfg.get("pdl", 8))
