@@ -807,14 +807,14 @@ def test_decode_gemv_l2_prefetch_gives_the_same_bits(monkeypatch, m, layout):
     if DEV != "cuda" or torch.cuda.get_device_capability()[0] < 9:
         pytest.skip("the bulk copy engine: SM90+")
     from nf3_hybrid.backends import triton_tiers
+    ref, tri, ws = build("nvfp4", 24, 64, 6144, 512, 64, 8, seed=71, nf3_layout=layout)
+    assert ws.l2_prefetch
+    w, ids = routing(m, 64, 8, seed=m + 5, device=DEV)
+    x = (torch.randn(m, 6144, generator=torch.Generator().manual_seed(m)) * 2).to(torch.bfloat16).to(DEV)
     got = {}
     for l2pf in (0, 1):
-        ref, tri, ws = build("nvfp4", 24, 64, 6144, 512, 64, 8, seed=71, nf3_layout=layout)
-        assert ws.l2_prefetch
         monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE",
                             {"gemv": dict(triton_tiers.kernel_config(1, False, 512), l2pf=l2pf)})
-        w, ids = routing(m, 64, 8, seed=m + 5, device=DEV)
-        x = (torch.randn(m, 6144, generator=torch.Generator().manual_seed(m)) * 2).to(torch.bfloat16).to(DEV)
         poison(ws)
         got[l2pf] = tri.forward(x, w, ids)
     assert torch.equal(got[1], got[0]), rel(got[1], got[0])
