@@ -61,8 +61,12 @@ def test_a_tier_reads_the_mma_order_activations_exactly_when_the_tiles_put_it_on
     ``mma`` and ``mma_kept``, neither on a GPU without the kernels; run_chunk converts the
     activations once for them and makes the plain fp16 copy (``x16``) only for a tier on
     the Triton tiles."""
-    nf3, kept = make_tier("nf3", 2, 256, 128, [0, 1, -1]), make_tier("nvfp4", 1, 256, 128, [-1, -1, 0])
-    ws = triton_tiers.Workspace(torch.device("cpu"))
+    # the routing kernel runs for real: on the GPU its tensors must be there (the
+    # interpreter reads CPU tensors, a compiled launch refuses them)
+    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    nf3 = make_tier("nf3", 2, 256, 128, [0, 1, -1], device=dev)
+    kept = make_tier("nvfp4", 1, 256, 128, [-1, -1, 0], device=dev)
+    ws = triton_tiers.Workspace(dev)
     ws.reserve(64, 2, 256, 128, 2)
     a, b = triton_tiers.TritonTier(kept, ws), triton_tiers.TritonTier(nf3, ws)
     for t in (a, b):
@@ -77,14 +81,15 @@ def test_a_tier_reads_the_mma_order_activations_exactly_when_the_tiles_put_it_on
     monkeypatch.setattr(triton_tiers.TritonTier, "gemms", lambda self, *args, **kw: calls.append(
         (self.tier.fmt, kw["x16"] is not None, kw["x_mma"] is not None)))
     monkeypatch.setattr(triton_tiers.pair_sum, "launch", lambda *args, **kw: None)
-    x, w, ids = torch.zeros(4, 256), torch.full((4, 2), 0.5), torch.tensor([[0, 2]] * 4)
+    x, w = torch.zeros(4, 256, device=dev), torch.full((4, 2), 0.5, device=dev)
+    ids = torch.tensor([[0, 2]] * 4, device=dev)
     maps = triton_tiers.stacked_maps([a, b])
     for cfg, want in ((dict(mma=1, x16=1), ["x16", "x_mma"]), (dict(mma=1, mma_kept=1, x16=1), ["x_mma"]),
                       (dict(x16=1), ["x16"]), (dict(mma=1), ["x_mma"])):
         a.mma = "mma_kept" in cfg
         calls.clear()
         monkeypatch.setattr(triton_tiers, "layer_tiles", lambda c, tiers, cfg=cfg: dict(cfg, BM=16))
-        triton_tiers.run_chunk([a, b], maps, x, w, ids, False, result=torch.zeros(4, 256))
+        triton_tiers.run_chunk([a, b], maps, x, w, ids, False, result=torch.zeros(4, 256, device=dev))
         assert [c for c in calls if isinstance(c, str)] == want, (cfg, calls)
 
 
