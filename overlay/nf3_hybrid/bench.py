@@ -308,7 +308,13 @@ SWEEP = {
              # of K into L2 before its first load (SM90+; kernels/expert_gemv.py's
              # _prefetch_rows), at I=512's and I=2048's down tiles
              dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, l2pf=1),
-             dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1, l2pf=1)],
+             dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1, l2pf=1),
+             # session 20: register caps for more programs an SM (expert_gemv.register_caps),
+             # at I=512's down tiles
+             dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, maxnreg13=112, maxnreg2=112),
+             dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, maxnreg13=104, maxnreg2=104),
+             dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, maxnreg13=96, maxnreg2=96),
+             dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, maxnreg13=128, maxnreg2=96)],
     "small": [
         # the built-in tiles (both tiers on the mma kernels since session 10); the Triton
         # tiles below are far slower — session 18, I=2048, µs at 1 / 8 / 16 / 64 tokens: the

@@ -819,3 +819,34 @@ def test_decode_gemv_l2_prefetch_gives_the_same_bits(monkeypatch, m, layout):
         got[l2pf] = tri.forward(x, w, ids)
     assert torch.equal(got[1], got[0]), rel(got[1], got[0])
     assert rel(got[1], ref.forward(x, w, ids)) < TOL
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m", [1, 16])
+def test_decode_gemv_register_caps_give_the_same_bits_and_reach_ptxas(monkeypatch, m):
+    """Tile options ``maxnreg13`` / ``maxnreg2`` (expert_gemv.register_caps) change how many
+    registers the two GEMVs compile to, not their results: the uncapped bits and the
+    reference's result, and the compiled kernels at most the caps' registers."""
+    if DEV != "cuda":
+        pytest.skip("ptxas's register cap: compiled kernels only")
+    from nf3_hybrid.backends import triton_tiers
+    from nf3_hybrid.kernels import expert_gemv
+    ref, tri, ws = build("nvfp4", 24, 64, 6144, 512, 64, 8, seed=73, nf3_layout="tiled")
+    w, ids = routing(m, 64, 8, seed=m + 9, device=DEV)
+    x = (torch.randn(m, 6144, generator=torch.Generator().manual_seed(m)) * 2).to(torch.bfloat16).to(DEV)
+    base = triton_tiers.kernel_config(1, False, 512)
+    got = {}
+    for caps in ((None, None), (96, 112)):
+        cfg = dict(base, **{k: v for k, v in zip(("maxnreg13", "maxnreg2"), caps) if v})
+        monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", {"gemv": cfg})
+        poison(ws)
+        got[caps] = tri.forward(x, w, ids)
+    assert torch.equal(got[(96, 112)], got[(None, None)]), rel(got[(96, 112)], got[(None, None)])
+    assert rel(got[(96, 112)], ref.forward(x, w, ids)) < TOL
+    for kernel, cap in ((expert_gemv._gemv13_kernel, 96), (expert_gemv._gemv2_kernel, 112)):
+        compiled = [k for cache in kernel.device_caches.values() for k in cache[0].values()
+                    if getattr(k.metadata, "maxnreg", None) == cap]
+        assert compiled, (kernel.fn.__name__, cap)
+        for k in compiled:
+            k._init_handles()
+            assert 0 < k.n_regs <= cap, (kernel.fn.__name__, k.n_regs, cap)

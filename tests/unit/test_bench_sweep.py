@@ -112,3 +112,20 @@ def test_breakdown_profiles_the_token_counts_and_intermediate_size_it_is_given(m
     assert cli.main(["bench", "--ours-only", "--breakdown", "--out-dir", out, "--tag", "d"]) == 0
     assert asked == [(2048, (4, 16)), (512, bench.BREAKDOWN_TOKENS)]
     assert json.loads((tmp_path / "kernel_breakdown_t.json").read_text())["inter"] == 2048
+
+
+def test_decode_gemv_register_caps_are_checked_and_become_launch_options():
+    """expert_gemv.register_caps: ptxas's ``maxnreg`` per GEMV, nothing when unset, and a
+    clear error naming the option for a cap ptxas would not take; every sweep candidate
+    that sets one is valid."""
+    import pytest
+
+    from nf3_hybrid.kernels import expert_gemv
+
+    assert expert_gemv.register_caps({}) == ({}, {})
+    assert expert_gemv.register_caps(dict(maxnreg13=96, maxnreg2=112)) == (dict(maxnreg=96), dict(maxnreg=112))
+    for bad in (100, 56, 136, 95.5):
+        with pytest.raises(ValueError, match="maxnreg2"):
+            expert_gemv.register_caps(dict(maxnreg2=bad))
+    capped = bench.sweep_candidates("gemv", {}, "maxnreg2")[1:]
+    assert capped and all(expert_gemv.register_caps(c) for c in capped)

@@ -497,6 +497,31 @@ def _gemv2_kernel(
         tl.extra.cuda.gdc_launch_dependents()
 
 
+# tile options maxnreg13 / maxnreg2: a register cap for the gate/up and the down GEMV
+# (ptxas's; compiled kernels only). Why try it: at 16 tokens ncu has both GEMVs at 128
+# registers, 16 one-warp programs an SM (25 % occupancy) and no eligible warp in a third of
+# the cycles (ncu_h200_s20_decode_m16.txt.gz). compile_probe, Triton 3.6, SM90: 112 keeps
+# the down GEMV spill-free (the gate/up GEMV spills 16 bytes), 104 spills 48 / 32, 96 80 /
+# 64 bytes with 5 % more loop instructions — more programs an SM against spill traffic.
+GEMV_MAXNREG = (64, 128)
+
+
+def register_caps(cfg) -> tuple:
+    """(gate/up, down) launch options from the config's ``maxnreg13`` / ``maxnreg2``: a
+    clear error outside what ptxas takes (a multiple of 8 in GEMV_MAXNREG)."""
+    caps = []
+    for key in ("maxnreg13", "maxnreg2"):
+        cap = cfg.get(key)
+        if cap is None:
+            caps.append({})
+            continue
+        lo, hi = GEMV_MAXNREG
+        if int(cap) != cap or cap % 8 or not lo <= cap <= hi:
+            raise ValueError(f"decode GEMV tile option {key}={cap}: a multiple of 8 in {lo}-{hi}")
+        caps.append(dict(maxnreg=int(cap)))
+    return tuple(caps)
+
+
 def launch_decode(a, b, x, topk_weights_flat, ids_flat, topk, planes, h, y, out, weight_on_input, cfg, asm,
                   pdl=False, l2_prefetch=False):
     """a / b: TritonTier of the kept / NF3 tier (either may be None). ``planes``: fp16
@@ -542,6 +567,7 @@ def launch_decode(a, b, x, topk_weights_flat, ids_flat, topk, planes, h, y, out,
     # up to cfg["pdl"] tokens (bench_moe_h200_s6_pdl.json, H200: 30.0 / 50.0 / 86.0 µs at
     # 1 / 2 / 4 tokens against 33.6 / 54.2 / 89.8 without, even at 8, 2-4 % slower from 16)
     pdl = bool(pdl and asm and m <= cfg.get("pdl", 8))
+    cap13, cap2 = register_caps(cfg) if asm else ({}, {})  # the interpreter compiles nothing
     xa, xb = planes[0, :m], planes[1, :m]
     blk = min(1024, triton.next_power_of_2(hidden))
     _planes_kernel[(m, triton.cdiv(hidden, blk))](x, x.stride(0), xa, xb, xa.stride(0), hidden, BLOCK=blk, PDL=pdl)
@@ -550,9 +576,9 @@ def launch_decode(a, b, x, topk_weights_flat, ids_flat, topk, planes, h, y, out,
     bn13, bn2 = fit_tile(inter, cfg["BN13"]), fit_tile(hidden, cfg["BN2"])
     _gemv13_kernel[(pairs, inter // bn13)](
         xa32, xb32, xa32.stride(0), ids_flat, topk_weights_flat, topk, hidden, inter, h, h.stride(0), *ra, *rb,
-        BN=bn13, BK=fit_tile(hidden, cfg["BK13"]), PDL=pdl, launch_pdl=pdl, **common)
+        BN=bn13, BK=fit_tile(hidden, cfg["BK13"]), PDL=pdl, launch_pdl=pdl, **common, **cap13)
     ra, rb = args(2)
     _gemv2_kernel[(pairs, hidden // bn2)](
         h32, h32.stride(0), ids_flat, topk_weights_flat, inter, y, y.stride(0), *ra, *rb,
-        BN=bn2, BK=fit_tile(inter, cfg["BK2"]), PDL=pdl, launch_pdl=pdl, **common)
+        BN=bn2, BK=fit_tile(inter, cfg["BK2"]), PDL=pdl, launch_pdl=pdl, **common, **cap2)
     pair_sum.launch(y, out, topk, pdl=pdl)  # every pair row was written (zeros for a pair no tier holds)
