@@ -310,7 +310,8 @@ SWEEP = {
              dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, l2pf=1),
              dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1, l2pf=1),
              # session 20: register caps for more programs an SM (expert_gemv.register_caps),
-             # at I=512's down tiles
+             # at I=512's down tiles: all slower, 1-8 % at 8-16 tokens
+             # (bench_moe_h200_s20_maxnreg.json)
              dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, maxnreg13=112, maxnreg2=112),
              dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, maxnreg13=104, maxnreg2=104),
              dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, maxnreg13=96, maxnreg2=96),

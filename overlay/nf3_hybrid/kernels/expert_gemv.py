@@ -503,6 +503,8 @@ def _gemv2_kernel(
 # the cycles (ncu_h200_s20_decode_m16.txt.gz). compile_probe, Triton 3.6, SM90: 112 keeps
 # the down GEMV spill-free (the gate/up GEMV spills 16 bytes), 104 spills 48 / 32, 96 80 /
 # 64 bytes with 5 % more loop instructions — more programs an SM against spill traffic.
+# Measured (H200, hybrid layer, I=512, bench_moe_h200_s20_maxnreg.json): slower at every
+# cap, 234.7 µs at 16 tokens uncapped against 237-254; off (unset) by default.
 GEMV_MAXNREG = (64, 128)
 
 
