@@ -797,6 +797,27 @@ def test_the_tiled_nf3_layout_gives_the_nibble_bits_on_every_kernel(monkeypatch,
     assert rel(got["tiled"], ref.forward(x, w, ids)) < TOL
 
 
+def _decode_gemv_settings_agree(monkeypatch, m, layout, seed, settings):
+    """The hybrid layer (GLM-5.2's hidden size, tails of both tiers) on the decode GEMV
+    once per tile-option setting (extra keys over the built-in GEMV tiles), the same layer
+    and inputs each time: every setting gives the first one's bits, and the reference's
+    result."""
+    from nf3_hybrid.backends import triton_tiers
+    ref, tri, ws = build("nvfp4", 24, 64, 6144, 512, 64, 8, seed=seed, nf3_layout=layout)
+    w, ids = routing(m, 64, 8, seed=m + seed, device=DEV)
+    x = (torch.randn(m, 6144, generator=torch.Generator().manual_seed(m)) * 2).to(torch.bfloat16).to(DEV)
+    got = []
+    for extra in settings:
+        monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE",
+                            {"gemv": dict(triton_tiers.kernel_config(1, False, 512), **extra)})
+        poison(ws)
+        got.append(tri.forward(x, w, ids))
+    for g in got[1:]:
+        assert torch.equal(g, got[0]), rel(g, got[0])
+    assert rel(got[0], ref.forward(x, w, ids)) < TOL
+    return ws
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("m", [1, 4, 16])
 @pytest.mark.parametrize("layout", ["tiled", "nibble"])
@@ -806,19 +827,8 @@ def test_decode_gemv_l2_prefetch_gives_the_same_bits(monkeypatch, m, layout):
     and the reference's result, at GLM-5.2's hidden size with tails of both tiers."""
     if DEV != "cuda" or torch.cuda.get_device_capability()[0] < 9:
         pytest.skip("the bulk copy engine: SM90+")
-    from nf3_hybrid.backends import triton_tiers
-    ref, tri, ws = build("nvfp4", 24, 64, 6144, 512, 64, 8, seed=71, nf3_layout=layout)
+    ws = _decode_gemv_settings_agree(monkeypatch, m, layout, 71, [dict(l2pf=0), dict(l2pf=1)])
     assert ws.l2_prefetch
-    w, ids = routing(m, 64, 8, seed=m + 5, device=DEV)
-    x = (torch.randn(m, 6144, generator=torch.Generator().manual_seed(m)) * 2).to(torch.bfloat16).to(DEV)
-    got = {}
-    for l2pf in (0, 1):
-        monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE",
-                            {"gemv": dict(triton_tiers.kernel_config(1, False, 512), l2pf=l2pf)})
-        poison(ws)
-        got[l2pf] = tri.forward(x, w, ids)
-    assert torch.equal(got[1], got[0]), rel(got[1], got[0])
-    assert rel(got[1], ref.forward(x, w, ids)) < TOL
 
 
 @pytest.mark.gpu
@@ -829,20 +839,8 @@ def test_decode_gemv_register_caps_give_the_same_bits_and_reach_ptxas(monkeypatc
     reference's result, and the compiled kernels at most the caps' registers."""
     if DEV != "cuda":
         pytest.skip("ptxas's register cap: compiled kernels only")
-    from nf3_hybrid.backends import triton_tiers
     from nf3_hybrid.kernels import expert_gemv
-    ref, tri, ws = build("nvfp4", 24, 64, 6144, 512, 64, 8, seed=73, nf3_layout="tiled")
-    w, ids = routing(m, 64, 8, seed=m + 9, device=DEV)
-    x = (torch.randn(m, 6144, generator=torch.Generator().manual_seed(m)) * 2).to(torch.bfloat16).to(DEV)
-    base = triton_tiers.kernel_config(1, False, 512)
-    got = {}
-    for caps in ((None, None), (96, 112)):
-        cfg = dict(base, **{k: v for k, v in zip(("maxnreg13", "maxnreg2"), caps) if v})
-        monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", {"gemv": cfg})
-        poison(ws)
-        got[caps] = tri.forward(x, w, ids)
-    assert torch.equal(got[(96, 112)], got[(None, None)]), rel(got[(96, 112)], got[(None, None)])
-    assert rel(got[(96, 112)], ref.forward(x, w, ids)) < TOL
+    _decode_gemv_settings_agree(monkeypatch, m, "tiled", 73, [{}, dict(maxnreg13=96, maxnreg2=112)])
     for kernel, cap in ((expert_gemv._gemv13_kernel, 96), (expert_gemv._gemv2_kernel, 112)):
         compiled = [k for cache in kernel.device_caches.values() for k in cache[0].values()
                     if getattr(k.metadata, "maxnreg", None) == cap]

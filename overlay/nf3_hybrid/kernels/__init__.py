@@ -20,3 +20,15 @@ def fit_tile(size: int, want: int) -> int:
     if t < min(want, 32):
         raise ValueError(f"a size of {size} is not a multiple of 32")
     return t
+
+
+def register_cap(option: str, cap, bounds) -> dict:
+    """ptxas's ``maxnreg`` launch option from a tile option's register cap (``None``: no
+    cap): a clear error naming the option for a cap ptxas would not take (a whole multiple
+    of 8 within ``bounds``, the kernel's own range)."""
+    if cap is None:
+        return {}
+    lo, hi = bounds
+    if int(cap) != cap or int(cap) % 8 or not lo <= int(cap) <= hi:
+        raise ValueError(f"{option}={cap}: a multiple of 8 in {lo}-{hi}")
+    return dict(maxnreg=int(cap))

@@ -80,7 +80,7 @@ deterministic.
 import triton
 import triton.language as tl
 
-from . import fit_tile, pair_sum, ptx_decode
+from . import fit_tile, pair_sum, ptx_decode, register_cap
 from .ptx_decode import E2M1_DOT_ASM, E2M1_DOT_CONSTRAINTS, NF3_UNIT_DOT_ASM, NF3_UNIT_DOT_CONSTRAINTS
 
 _NF3_ASM = tl.constexpr(NF3_UNIT_DOT_ASM)
@@ -509,19 +509,9 @@ GEMV_MAXNREG = (64, 128)
 
 
 def register_caps(cfg) -> tuple:
-    """(gate/up, down) launch options from the config's ``maxnreg13`` / ``maxnreg2``: a
-    clear error outside what ptxas takes (a multiple of 8 in GEMV_MAXNREG)."""
-    caps = []
-    for key in ("maxnreg13", "maxnreg2"):
-        cap = cfg.get(key)
-        if cap is None:
-            caps.append({})
-            continue
-        lo, hi = GEMV_MAXNREG
-        if int(cap) != cap or cap % 8 or not lo <= cap <= hi:
-            raise ValueError(f"decode GEMV tile option {key}={cap}: a multiple of 8 in {lo}-{hi}")
-        caps.append(dict(maxnreg=int(cap)))
-    return tuple(caps)
+    """(gate/up, down) launch options from the config's ``maxnreg13`` / ``maxnreg2``."""
+    return tuple(register_cap(f"decode GEMV tile option {key}", cfg.get(key), GEMV_MAXNREG)
+                 for key in ("maxnreg13", "maxnreg2"))
 
 
 def launch_decode(a, b, x, topk_weights_flat, ids_flat, topk, planes, h, y, out, weight_on_input, cfg, asm,
@@ -569,7 +559,9 @@ def launch_decode(a, b, x, topk_weights_flat, ids_flat, topk, planes, h, y, out,
     # up to cfg["pdl"] tokens (bench_moe_h200_s6_pdl.json, H200: 30.0 / 50.0 / 86.0 µs at
     # 1 / 2 / 4 tokens against 33.6 / 54.2 / 89.8 without, even at 8, 2-4 % slower from 16)
     pdl = bool(pdl and asm and m <= cfg.get("pdl", 8))
-    cap13, cap2 = register_caps(cfg) if asm else ({}, {})  # the interpreter compiles nothing
+    cap13, cap2 = register_caps(cfg)  # checked everywhere, applied where ptxas compiles
+    if not asm:
+        cap13, cap2 = {}, {}
     xa, xb = planes[0, :m], planes[1, :m]
     blk = min(1024, triton.next_power_of_2(hidden))
     _planes_kernel[(m, triton.cdiv(hidden, blk))](x, x.stride(0), xa, xb, xa.stride(0), hidden, BLOCK=blk, PDL=pdl)

@@ -34,6 +34,8 @@ from functools import lru_cache
 
 import torch
 
+from . import register_cap
+
 logger = logging.getLogger(__name__)
 
 WINDOW = 128  # K window whose four NF3 groups the four lanes of a fragment row own
@@ -155,9 +157,7 @@ def launch_options(cfg: dict) -> dict:
         return {}
     if not cfg.get("wgmma"):
         raise ValueError(f"wg_maxnreg={cap}: a wgmma tile option (set wgmma=1)")
-    if not WG_MAXNREG[0] <= int(cap) <= WG_MAXNREG[1] or int(cap) % 8:
-        raise ValueError(f"wg_maxnreg={cap}: a multiple of 8 in {WG_MAXNREG[0]}-{WG_MAXNREG[1]}")
-    return dict(maxnreg=int(cap))
+    return register_cap("wg_maxnreg", cap, WG_MAXNREG)
 
 
 def wgmma_gu(cfg: dict) -> bool:
