@@ -37,50 +37,6 @@ def test_nf3_groups_decode_to_the_codebook(codebook):
     assert int((nib & 0x88).count_nonzero()) > 0
 
 
-@pytest.mark.parametrize("codebook", [None, (-1.3, -0.7, -0.31, -0.05, 0.02, 0.4, 0.77, 2.5)])
-def test_mma_kernels_scaled_nf3_table_decodes_to_level_times_scale(codebook):
-    """The mma kernels' NF3 decode: each group's table scaled once (levels as fp16 pairs
-    times the fp16 scale, permuted into the byte-split registers), then the unscaled word
-    body — against the codebook times the e4m3 scale rounded once to fp16, for every
-    finite e4m3 scale, on words whose nibbles' top bits are set."""
-    levels = nf3.validate_codebook(codebook)
-    pairs = ptx_decode.nf3_pair_words(ptx_decode.nf3_table_words(levels))
-    lv16 = torch.tensor(levels, dtype=torch.float32).half()
-    want_pairs = lv16.view(torch.int16).int() & 0xFFFF
-    assert [p & 0xFFFFFFFF for p in pairs] == [int(want_pairs[2 * i]) | int(want_pairs[2 * i + 1]) << 16
-                                               for i in range(4)]
-    scale_bytes = torch.tensor([b for b in range(256) if b & 0x7F != 0x7F], dtype=torch.uint8)
-    scales = scale_bytes.view(torch.float8_e4m3fn).half()
-    gen = torch.Generator().manual_seed(2)
-    codes = torch.randint(0, 8, (scales.numel(), 8), generator=gen)
-    top = torch.randint(0, 2, (scales.numel(), 8), generator=gen)  # another code's bit, to be ignored
-    nibbles = codes | (top << 3)
-    words = (nibbles << (4 * torch.arange(8))).sum(1)
-    for r in range(scales.numel()):
-        sbits = int(scales[r:r + 1].view(torch.int16)) & 0xFFFF
-        got = _fp16_values(ptx_decode.emulate_scaled_nf3(int(words[r]), pairs, sbits))
-        want = (lv16.float()[codes[r]] * scales[r].float()).half().float()
-        assert torch.equal(got, want), (r, float(scales[r]), got, want)
-        # -0 where a level times the scale is -0 (a negative level times a zero scale)
-        assert torch.equal(torch.signbit(got), torch.signbit(want)), r
-    used = {int(m) for m in re.findall(r"\$(\d+)", ptx_decode.NF3_TABLE_SCALE_ASM)}
-    assert used == set(range(len(ptx_decode.NF3_TABLE_SCALE_CONSTRAINTS.split(","))))
-
-
-def test_fp16x2_multiply_rounds_and_overflows_like_ieee():
-    """The emulator's mul.rn.f16x2 against torch's fp16 multiply: round to nearest even,
-    subnormal results kept, overflow to inf."""
-    a = torch.tensor([1.0, 1.0 + 2 ** -10, 2 ** -14, 300.0, -448.0, 6.0e-5], dtype=torch.float16)
-    b = torch.tensor([1.0 + 2 ** -10, 1.0 + 2 ** -10, 0.25, 400.0, 2.5, -0.0], dtype=torch.float16)
-    want = (a * b).view(torch.int16).int() & 0xFFFF
-    abits = a.view(torch.int16).int() & 0xFFFF
-    bbits = b.view(torch.int16).int() & 0xFFFF
-    for i in range(0, a.numel(), 2):
-        r = ptx_decode._mul_f16x2(int(abits[i]) | int(abits[i + 1]) << 16, int(bbits[i]) | int(bbits[i + 1]) << 16)
-        assert (r & 0xFFFF, r >> 16) == (int(want[i]), int(want[i + 1])), i
-    assert torch.isinf((a * b)[3])
-
-
 def test_e2m1_words_decode_like_the_format():
     gen = torch.Generator().manual_seed(1)
     codes = torch.randint(0, 16, (256, 8), generator=gen)

@@ -24,16 +24,12 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import mma_v2
 
-from .ptx_decode import (E2M1_SCALED_ASM, E2M1_SCALED_CONSTRAINTS, NF3_TABLE_SCALE_ASM, NF3_TABLE_SCALE_CONSTRAINTS,
-                         NF3_VALUES_ASM, NF3_VALUES_CONSTRAINTS)
+from .ptx_decode import E2M1_SCALED_ASM, E2M1_SCALED_CONSTRAINTS, NF3_SCALED_ASM, NF3_SCALED_CONSTRAINTS
 
-# a code word → its eight fp16 values (ptx_decode's byte-permute table lookups, the decode
-# GEMV's): NF3 from its group's scaled table (_NF3_TABLE: the levels times the group
-# scale, once a group), e2m1 times its scale
-_NF3_ASM = gl.constexpr(NF3_VALUES_ASM)
-_NF3_CONS = gl.constexpr(NF3_VALUES_CONSTRAINTS)
-_NF3_TABLE = gl.constexpr(NF3_TABLE_SCALE_ASM)
-_NF3_TABLE_CONS = gl.constexpr(NF3_TABLE_SCALE_CONSTRAINTS)
+# a code word → its eight fp16 values times the group scale (ptx_decode's byte-permute
+# table lookups, the decode GEMV's)
+_NF3_ASM = gl.constexpr(NF3_SCALED_ASM)
+_NF3_CONS = gl.constexpr(NF3_SCALED_CONSTRAINTS)
 _E2M1_ASM = gl.constexpr(E2M1_SCALED_ASM)
 _E2M1_CONS = gl.constexpr(E2M1_SCALED_CONSTRAINTS)
 # an e4m3 scale byte → the scale in both halves of an fp16x2 (sm_89+: cvt from e4m3x2)
@@ -170,17 +166,14 @@ def _unit(x, LW: gl.constexpr):
 
 
 @gluon.jit
-def _word_values(w, tab, FMT: gl.constexpr):
-    """[..., 2, 2, 2]: code i = i0 + 2·i1 + 4·i2 of each word, scaled (dims i0, i1, i2);
-    ``tab``: ``_half_words``' decode inputs."""
+def _word_values(w, s, pt0, pt1, pt2, pt3, FMT: gl.constexpr):
+    """[..., 2, 2, 2]: code i = i0 + 2·i1 + 4·i2 of each word, scaled (dims i0, i1, i2)."""
     if FMT == 0:
         v0, v1, v2, v3, v4, v5, v6, v7 = gl.inline_asm_elementwise(
-            _NF3_ASM, _NF3_CONS, [w, tab[0], tab[1], tab[2], tab[3]], dtype=(gl.float16,) * 8, is_pure=True,
-            pack=1)
+            _NF3_ASM, _NF3_CONS, [w, s, pt0, pt1, pt2, pt3], dtype=(gl.float16,) * 8, is_pure=True, pack=1)
     else:
         v0, v1, v2, v3, v4, v5, v6, v7 = gl.inline_asm_elementwise(
-            _E2M1_ASM, _E2M1_CONS, [w, tab[0], tab[1], tab[2], tab[3]], dtype=(gl.float16,) * 8, is_pure=True,
-            pack=1)
+            _E2M1_ASM, _E2M1_CONS, [w, s, pt0, pt1, pt2], dtype=(gl.float16,) * 8, is_pure=True, pack=1)
     return gl.join(gl.join(gl.join(v0, v1), gl.join(v2, v3)), gl.join(gl.join(v4, v5), gl.join(v6, v7)))
 
 
@@ -190,26 +183,14 @@ def _scale2(sbits):
 
 
 @gluon.jit
-def _nf3_table(s, pt0, pt1, pt2, pt3):
-    """A group's byte-split decode table scaled by its fp16x2 scale ``s`` (pt0..pt3: the
-    levels as fp16 pairs, ptx_decode.nf3_pair_words)."""
-    return gl.inline_asm_elementwise(_NF3_TABLE, _NF3_TABLE_CONS, [s, pt0, pt1, pt2, pt3], dtype=(gl.int32,) * 4,
-                                     is_pure=True, pack=1)
-
-
-@gluon.jit
-def _half_words(ws, sc, h: gl.constexpr, pt0, pt1, pt2, pt3, FMT: gl.constexpr):
-    """(x, y, tab): the two code words of half h of each lane's group (``ws`` / ``sc``: its
-    words and scale bytes) and what decodes them scaled (``_word_values``' ``tab``). NF3
-    (a, b, c), one scale: a, b for h = 0; c and the fourth word, gathered from the nibbles'
-    top bits, for h = 1; the group's scaled table (``_nf3_table``; pt0..pt3 the levels'
-    pairs). NVFP4 (a, b, c, d), two scales: a, b with the first, c, d with the second; the
-    fp16x2 scale and e2m1's table words (pt0..pt2)."""
+def _half_words(ws, sc, h: gl.constexpr, FMT: gl.constexpr):
+    """(x, y, s): the two code words and the fp16x2 scale of half h of each lane's group
+    (``ws`` / ``sc``: its words and scale bytes). NF3 (a, b, c), one scale: a, b for h = 0;
+    c and the fourth word, gathered from the nibbles' top bits, for h = 1. NVFP4 (a, b, c,
+    d), two scales: a, b with the first, c, d with the second."""
     if FMT == 0:
         a, b, c = ws
         s = _scale2(sc[0])
-        t0, t1, t2, t3 = _nf3_table(s, pt0, pt1, pt2, pt3)
-        tab = (t0, t1, t2, t3)
         if h == 0:
             x = a
             y = b
@@ -219,8 +200,8 @@ def _half_words(ws, sc, h: gl.constexpr, pt0, pt1, pt2, pt3, FMT: gl.constexpr):
     else:
         x = ws[2 * h]
         y = ws[2 * h + 1]
-        tab = (_scale2(sc[h]), pt0, pt1, pt2)
-    return x, y, tab
+        s = _scale2(sc[h])
+    return x, y, s
 
 
 @gluon.jit
@@ -229,10 +210,10 @@ def _a_operand(ws, sc, pt0, pt1, pt2, pt3, FMT: gl.constexpr, BN: gl.constexpr, 
     """The dequantized [BN, BK] weight tile, K in activation order, in the MMA's A layout,
     from each lane's words ``ws`` and scale bytes ``sc`` ([BN, NW, 4] each in LW), its
     halves' words as ``_half_words`` gives them."""
-    x0, y0, t0 = _half_words(ws, sc, 0, pt0, pt1, pt2, pt3, FMT)
-    x1, y1, t1 = _half_words(ws, sc, 1, pt0, pt1, pt2, pt3, FMT)
-    v = gl.join(gl.join(_word_values(x0, t0, FMT), _word_values(y0, t0, FMT)),
-                gl.join(_word_values(x1, t1, FMT), _word_values(y1, t1, FMT)))
+    x0, y0, s0 = _half_words(ws, sc, 0, FMT)
+    x1, y1, s1 = _half_words(ws, sc, 1, FMT)
+    v = gl.join(gl.join(_word_values(x0, s0, pt0, pt1, pt2, pt3, FMT), _word_values(y0, s0, pt0, pt1, pt2, pt3, FMT)),
+                gl.join(_word_values(x1, s1, pt0, pt1, pt2, pt3, FMT), _word_values(y1, s1, pt0, pt1, pt2, pt3, FMT)))
     # [BN, NW, t, i0, i1, i2, w0, w1] → p = 128·nw + 64·w1 + 32·w0 + 16·i2 + 8·i1 + 4·t1 + 2·t0 + i0
     v = gl.reshape(v, [BN, BK // 128, 2, 2, 2, 2, 2, 2, 2])
     v = gl.permute(v, [0, 1, 8, 7, 6, 5, 2, 3, 4])
@@ -246,8 +227,8 @@ def _a_half(ws, sc, h: gl.constexpr, pt0, pt1, pt2, pt3, FMT: gl.constexpr, BN: 
     """Half h of ``_a_operand``'s tile (one 128-wide window): [BN, 64], K positions
     64·h + 32·w0 + 16·i2 + 8·i1 + 4·t1 + 2·t0 + i0 of the window, from ``_half_words``.
     Half the decoded values and half the activations live at a time."""
-    x, y, tab = _half_words(ws, sc, h, pt0, pt1, pt2, pt3, FMT)
-    v = gl.join(_word_values(x, tab, FMT), _word_values(y, tab, FMT))
+    x, y, s = _half_words(ws, sc, h, FMT)
+    v = gl.join(_word_values(x, s, pt0, pt1, pt2, pt3, FMT), _word_values(y, s, pt0, pt1, pt2, pt3, FMT))
     # [BN, 1, t, i0, i1, i2, w0] → q = 32·w0 + 16·i2 + 8·i1 + 4·t1 + 2·t0 + i0
     v = gl.reshape(v, [BN, 2, 2, 2, 2, 2, 2])
     v = gl.permute(v, [0, 6, 5, 4, 1, 2, 3])

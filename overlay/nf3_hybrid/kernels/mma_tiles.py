@@ -214,12 +214,10 @@ def _wg_layouts(bm: int, warps: int):
 
 
 def table_words(fmt: int, nf3_words) -> tuple:
-    """The kernels' four table arguments: the NF3 codebook's levels as fp16 pairs, which
-    each group scales into its own byte-split table (ptx_decode.nf3_pair_words from the
-    GEMV's ``nf3_words``), or e2m1's table registers (fmt 1)."""
-    from .ptx_decode import E2M1_TABLE_WORDS, nf3_pair_words
+    """The decode block's four table registers: the NF3 codebook's, or e2m1's (fmt 1)."""
+    from .ptx_decode import E2M1_TABLE_WORDS
 
-    return nf3_pair_words(nf3_words) if fmt == 0 else tuple(E2M1_TABLE_WORDS) + (0,)
+    return tuple(nf3_words) if fmt == 0 else tuple(E2M1_TABLE_WORDS) + (0,)
 
 
 def _kernel_tiles(cfg: dict, size: int, gemm: str) -> tuple:

@@ -42,7 +42,6 @@ inline assembly; there the kernels look codes up in a table instead).
 """
 from __future__ import annotations
 
-import math
 import struct
 from typing import Dict, List, Sequence
 
@@ -224,18 +223,6 @@ def _lop3(a: int, b: int, c: int, lut: int) -> int:
     return out
 
 
-def _mul_f16x2(a: int, b: int) -> int:
-    """Both fp16 halves multiplied, rounded to nearest even (an fp16 product is exact in
-    a Python float, so rounding it once is the IEEE fp16 multiply; past fp16's range, inf)."""
-    out = 0
-    for half in (0, 16):
-        x = struct.unpack("<e", struct.pack("<H", (a >> half) & 0xFFFF))[0]
-        y = struct.unpack("<e", struct.pack("<H", (b >> half) & 0xFFFF))[0]
-        prod = x * y
-        out |= (_fp16_bits(prod) if abs(prod) < 65520.0 else _fp16_bits(math.copysign(math.inf, prod))) << half
-    return out
-
-
 def _run(body: str, regs: Dict[str, int]) -> None:
     """Executes the instruction list on ``regs`` (name → 32-bit value), in place."""
     def val(tok: str) -> int:
@@ -257,8 +244,6 @@ def _run(body: str, regs: Dict[str, int]) -> None:
             r = _lop3(v[0], v[1], v[2], v[3])
         elif op == "prmt.b32":
             r = _prmt(v[0], v[1], v[2])
-        elif op == "mul.rn.f16x2":
-            r = _mul_f16x2(v[0], v[1])
         else:
             raise ValueError(f"emulate: no rule for {op}")
         regs[d] = r & MASK32
@@ -301,7 +286,18 @@ def emulate_nf3_group(words: Sequence[int], tables: Sequence[int]) -> List[int]:
 
 def _render_scaled_values(body: str, tables: Sequence[str]) -> str:
     """The mma kernels' block (kernels/mma_gluon.py): one code word ($8) → its eight fp16
-    values times the fp16x2 scale $9, as $0..$7 (pack=1); $10.. = ``tables``."""
+    values times the fp16x2 scale $9, as $0..$7 (pack=1); $10.. = ``tables``.
+
+    Session 21, tried and dropped: NF3 groups share one scale, so each group's table was
+    scaled once (four fp16x2 multiplies and four byte permutes, the same fp16 products)
+    instead of each value (16 multiplies a group) — compile_probe (Triton 3.6, SM90, tiled
+    NF3): small-class gate/up loop 380 → 355 SASS instructions, down 208 → 201, wgmma 32 +
+    16 slots 486 → 470 / 278 → 247 and 168 → 153 registers; 246 GPU tests passed. Yet on
+    the H200, two alternating runs each (bench_moe_h200_s21_{base,new}{1,2}.json), the
+    hybrid layer was 3-4 % slower at 32 / 64 tokens (I=512: 324.7 → 335.5, 426.7 → 443.1
+    µs) and at 16 / 32 at I=2048 (724.9 → 747.4, 1145.9 → 1175.7), and within ±1 % at 512
+    to 4096 tokens but one 2048-token run: these kernels wait on latency — the scale now
+    sits in a longer chain before the first decode — not on instruction issue."""
     names = {"w": "$8", **{name: f"${10 + i}" for i, name in enumerate(tables)}}
     out = ["{", ".reg .b32 " + ", ".join(_TEMPS) + ";"]
     out += _renamed(body, names)
@@ -314,54 +310,5 @@ def _render_scaled_values(body: str, tables: Sequence[str]) -> str:
 
 NF3_SCALED_ASM = _render_scaled_values(_NF3_BODY, ("L0", "L1", "H0", "H1"))
 NF3_SCALED_CONSTRAINTS = ",".join(["=h"] * 8 + ["r"] * 6)
-
-# The mma kernels' NF3 decode table of one group, scaled: the eight levels (four fp16 pairs
-# N0..N3, ``nf3_pair_words``) times the group's fp16x2 scale ``s``, into the byte-split
-# registers _NF3_BODY reads (prmt 0x6420 / 0x7531: the low / high bytes of two pairs).
-# Why: an NF3 group's 32 codes share one scale, so scaling its eight levels once (four
-# multiplies, four byte permutes) replaces scaling each decoded value (16 multiplies a
-# group), and each product is the same fp16 rounding of level × scale either way.
-_NF3_TABLE_SCALE = """
-mul.rn.f16x2 a0, N0, s;
-mul.rn.f16x2 a1, N1, s;
-mul.rn.f16x2 a2, N2, s;
-mul.rn.f16x2 a3, N3, s;
-prmt.b32 L0, a0, a1, 0x6420;
-prmt.b32 L1, a2, a3, 0x6420;
-prmt.b32 H0, a0, a1, 0x7531;
-prmt.b32 H1, a2, a3, 0x7531;
-"""
-_TABLE_OUTPUTS = ("L0", "L1", "H0", "H1")
-_TABLE_INPUTS = ("s", "N0", "N1", "N2", "N3")
-
-
-def _render_table_scale() -> str:
-    """$0..$3 = the scaled L0, L1, H0, H1 (pack=1); $4 = the scale, $5..$8 = the pairs."""
-    names = {n: f"${i}" for i, n in enumerate(_TABLE_OUTPUTS)}
-    names.update({n: f"${4 + i}" for i, n in enumerate(_TABLE_INPUTS)})
-    return "\n".join(["{", ".reg .b32 a0, a1, a2, a3;"] + _renamed(_NF3_TABLE_SCALE, names) + ["}"])
-
-
-NF3_TABLE_SCALE_ASM = _render_table_scale()
-NF3_TABLE_SCALE_CONSTRAINTS = ",".join(["=r"] * 4 + ["r"] * 5)
-
-
-def nf3_pair_words(table_words: Sequence[int]) -> tuple:
-    """The levels of ``nf3_table_words``' byte-split registers as four fp16 pairs (levels
-    2i, 2i + 1 in the low / high half of word i), as int32 kernel arguments."""
-    lo = [(t & MASK32) for t in table_words[:2]]
-    hi = [(t & MASK32) for t in table_words[2:4]]
-    bits = [((lo[i // 4] >> (8 * (i % 4))) & 0xFF) | (((hi[i // 4] >> (8 * (i % 4))) & 0xFF) << 8) for i in range(8)]
-    return tuple(_signed(bits[2 * i] | (bits[2 * i + 1] << 16)) for i in range(4))
-
-
-def emulate_scaled_nf3(word: int, pair_words: Sequence[int], scale_bits: int) -> List[int]:
-    """The eight fp16 bit patterns the mma kernels compute for one nibble-layout word: the
-    table scaled by the fp16 scale ``scale_bits`` (in both halves), then _NF3_BODY."""
-    regs: Dict[str, int] = {"w": word & MASK32, "s": (scale_bits & 0xFFFF) * 0x10001}
-    regs.update(zip(("N0", "N1", "N2", "N3"), (t & MASK32 for t in pair_words)))
-    _run(_NF3_TABLE_SCALE, regs)
-    _run(_NF3_BODY, regs)
-    return _halves(regs)
 E2M1_SCALED_ASM = _render_scaled_values(_E2M1_BODY, ("ta", "tb", "z"))
 E2M1_SCALED_CONSTRAINTS = ",".join(["=h"] * 8 + ["r"] * 5)
