@@ -269,6 +269,9 @@ def plot(res, path):
 # wg_stages set per candidate): the Triton-tile keys are those the MXFP4 fallback reads
 _WG = dict(BN13=64, BK13=64, BN2=128, BK2=64, warps=4, stages=3, magic=2, ptx=1, x16=1, ptx4=1, mma=1, mma_kept=1,
            wgmma=1)
+# the small class's built-in tiles (triton_tiers._GROUPED_TILES)
+_SMALL_MMA = dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1, ptx4=1, mma=1, mma_kept=1,
+                  mma_split=2)
 # candidate tile configs per batch class; "gemv" is the per-pair decode path, timed
 # against the grouped path's "small" configs on the same token counts
 SWEEP = {
@@ -322,14 +325,19 @@ SWEEP = {
         # fastest of them (ptx4) 293 / 1008 / 1691 / 3659 (sweep's timings in
         # bench_moe_h200_s18_small_sweep_i2048.json) against 434 µs at 8 and 726 at 16 on
         # these (bench_moe_h200_s18_grouped_bounds.json)
-        dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1, ptx4=1, mma=1, mma_kept=1,
-             mma_split=2),
+        _SMALL_MMA,
         dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1),
         dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, magic=1, ptx=1),
         dict(BM=16, BN13=32, BK13=256, BN2=64, BK2=256, warps=4, stages=2, ptx=1),
         # session 8: NVFP4 tiles decoded by the byte-permute block (ptx4), the default in
         # every grouped class (sweep_h200_s8_ptx4.json)
         dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1, ptx4=1),
+        # session 21: two K steps of words in flight (mma_ahead; compile_probe, Triton 3.6,
+        # tiled NF3 gate/up 96 -> 116 registers, NVFP4 121 -> 128 and 8 bytes of stack);
+        # mma_ahead=1 is the built-in tiles again, last, to see the run's drift
+        dict(_SMALL_MMA, mma_ahead=2),
+        dict(_SMALL_MMA, mma_split=1, mma_ahead=2),
+        dict(_SMALL_MMA, mma_ahead=1),
     ],
     # session 9 (sweep_h200_s9.json, _s9b.json): the mid tiles with 16-token blocks, from the
     # GEMV's end to 256 tokens

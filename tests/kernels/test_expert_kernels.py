@@ -569,6 +569,31 @@ def test_mma_split_k_steps_give_the_whole_step_bits(monkeypatch, cls, m, on_inpu
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("cls,m", [("small", 40), ("narrow", 300)])
+@pytest.mark.parametrize("split", [1, 2])
+@pytest.mark.parametrize("on_input", [False, True])
+def test_mma_words_two_steps_ahead_give_the_one_step_bits(monkeypatch, cls, m, split, on_input):
+    """Tile option ``mma_ahead`` 2 (the mma.sync kernels keep two K steps of words in
+    flight) only loads earlier: the same bits as one step ahead, and the reference's result."""
+    if DEV != "cuda":
+        pytest.skip("the mma kernels need the GPU")
+    from nf3_hybrid.backends import triton_tiers
+
+    ref, tri, ws, classes = _grouped_only(monkeypatch, cls, (m,), n_kept=24, seed=37)
+    w, ids = routing(m, 64, 8, seed=m + 9, device=DEV)
+    x = (torch.randn(m, 1024, device=DEV) * 2).to(torch.bfloat16)
+    got = {}
+    for ahead in (1, 2):
+        tiles = {k: v for k, v in classes[cls].items() if k not in ("all_wgmma", "wgmma")}
+        monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE",
+                            {**classes, cls: dict(tiles, mma=1, mma_kept=1, mma_split=split, mma_ahead=ahead)})
+        poison(ws)
+        got[ahead] = tri.forward(x, w, ids, weights_on_input=on_input)
+    assert torch.equal(got[1], got[2]), (cls, rel(got[2], got[1]))
+    assert rel(got[2], ref.forward(x, w, ids, weights_on_input=on_input)) < TOL
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("cls,m", [("narrow", 300), ("mid", 700), ("large", 1500)])
 @pytest.mark.parametrize("bm,warps,stages", [(16, 4, 2), (32, 4, 2), (64, 4, 2), (64, 4, 3), (128, 8, 2), (256, 8, 2)])
 @pytest.mark.parametrize("on_input", [False, True])

@@ -99,15 +99,16 @@ def test_shapes_outside_whole_windows_are_refused():
     assert mma_tiles.shape_fits(6144, 512) and not mma_tiles.shape_fits(2880, 512)
 
 
-@pytest.mark.parametrize("split", [1, 2])
+@pytest.mark.parametrize("split,ahead", [(1, 1), (2, 1), (2, 2)])
 @pytest.mark.parametrize("fmt,tiled", [(0, 0), (1, 0), (0, 1)])
-def test_kernels_compile_for_sm90_with_register_only_operands(fmt, tiled, split, tmp_path):
+def test_kernels_compile_for_sm90_with_register_only_operands(fmt, tiled, split, ahead, tmp_path):
     """Both GEMMs, NF3 (nibble or tiled layout) and NVFP4, as the launcher instantiates
-    them: ``convert_layout(..., assert_trivial=True)`` fails to compile if the decoded
-    values would have to move between lanes to reach the A operand."""
+    them (``ahead``: tile option ``mma_ahead``): ``convert_layout(..., assert_trivial=True)``
+    fails to compile if the decoded values would have to move between lanes to reach the A
+    operand."""
     if mma_tiles.gluon_missing():
         pytest.skip(f"no Gluon in this Triton: {mma_tiles.gluon_missing()}")
-    compile_probe(tmp_path, "--mma", "--cfg", f"BM=16,fmt={fmt},split={split},tiled={tiled}")
+    compile_probe(tmp_path, "--mma", "--cfg", f"BM=16,fmt={fmt},split={split},tiled={tiled},ahead={ahead}")
     for kernel in ("mma13_kernel", "mma2_kernel"):
         ptx = (tmp_path / f"{kernel}.ptx").read_text()
         assert "mma.sync.aligned.m16n8k16" in ptx and "cvt.rn.f16x2.e4m3x2" in ptx, kernel
@@ -246,6 +247,17 @@ def test_a_k_split_other_than_one_or_two_is_refused():
     assert mma_tiles._split({}) == 1 and mma_tiles._split({"mma_split": 2}) == 2
     with pytest.raises(ValueError, match="mma_split=4"):
         mma_tiles._split({"mma_split": 4})
+
+
+def test_words_in_flight_are_one_or_two_k_steps_on_the_mma_sync_kernels_only():
+    """``mma_ahead``: a value the kernels do not take, or a wgmma tile (which loads one step
+    ahead by its own pipeline), is a clear error naming the option."""
+    assert mma_tiles.ahead({}) == 1 and mma_tiles.ahead({"mma_ahead": 2}) == 2
+    assert mma_tiles._kernel_tiles({"BM": 16, "mma_ahead": 2}, 512, "13")[3]["AHEAD"] == 2
+    with pytest.raises(ValueError, match="mma_ahead=3"):
+        mma_tiles.ahead({"mma_ahead": 3})
+    with pytest.raises(ValueError, match="mma_ahead=2: an mma.sync tile option"):
+        mma_tiles._kernel_tiles({"BM": 16, "wgmma": 1, "mma_ahead": 2}, 512, "13")
 
 
 def test_large_batches_take_32_token_blocks_only_when_every_tier_runs_on_mma(monkeypatch):

@@ -411,11 +411,13 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
                  pt0, pt1, pt2, pt3, P, topk, K, I, stride_we, stride_wn, stride_se, stride_sn,
                  FMT: gl.constexpr, HAS_S2: gl.constexpr, WEIGHT_ON_INPUT: gl.constexpr, BM: gl.constexpr,
                  BN: gl.constexpr, BK: gl.constexpr, MMA: gl.constexpr, LW: gl.constexpr, XL: gl.constexpr,
-                 SPLIT: gl.constexpr = 1, TILED: gl.constexpr = False):
+                 SPLIT: gl.constexpr = 1, TILED: gl.constexpr = False, AHEAD: gl.constexpr = 1):
     """Gate and up rows [j·BN, +BN) of one expert block; silu(gate)·up into the
     intermediate cache, columns in activation order. ``x_ptr``: fp16 activations in
     activation order (mma_tiles.activation_order). ``SPLIT`` 2: each K step multiplied in
-    two 64-wide halves (BK 128), ``_a_half``."""
+    two 64-wide halves (BK 128), ``_a_half``. ``AHEAD``: K steps of words in flight while
+    one is decoded (tile option ``mma_ahead``, mma_tiles.ahead)."""
+    gl.static_assert(AHEAD == 1 or AHEAD == 2, "one or two K steps of words in flight")
     gl.static_assert(SPLIT == 1 or BK == 128, "split K steps are the halves of one 128-wide window")
     A_DOT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
     B_DOT: gl.constexpr = gl.DotOperandLayout(operand_index=1, parent=MMA, k_width=2)
@@ -435,11 +437,15 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
     acc_u = gl.zeros([BN, BM], gl.float32, MMA)
     gwd, gsc = _load_group(gw, gs, 0, 0, FMT, TILED)
     uwd, usc = _load_group(uw, us, 0, 0, FMT, TILED)
+    if AHEAD == 2:
+        kw, ks = _step_offsets(gl.minimum(BK, K - BK), FMT, TILED)
+        gwd1, gsc1 = _load_group(gw, gs, kw, ks, FMT, TILED)
+        uwd1, usc1 = _load_group(uw, us, kw, ks, FMT, TILED)
     for k0 in range(0, K, BK):
         xb = _b_operand(xp + k0, B_DOT)
-        # the next step's words in flight while this one is decoded (the last step reloads
-        # its own: no mask, no zero-fill)
-        kw, ks = _step_offsets(gl.minimum(k0 + BK, K - BK), FMT, TILED)
+        # the next step's words (AHEAD 2: the one after it) in flight while this one is
+        # decoded (the last steps reload the last: no mask, no zero-fill)
+        kw, ks = _step_offsets(gl.minimum(k0 + AHEAD * BK, K - BK), FMT, TILED)
         ngw, ngs = _load_group(gw, gs, kw, ks, FMT, TILED)
         nuw, nus = _load_group(uw, us, kw, ks, FMT, TILED)
         if SPLIT == 1:
@@ -451,10 +457,20 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
             xb = _b_operand(xp + k0 + BK // 2, B_DOT)
             acc_g = mma_v2(_a_half(gwd, gsc, 1, pt0, pt1, pt2, pt3, FMT, BN, A_DOT), xb, acc_g)
             acc_u = mma_v2(_a_half(uwd, usc, 1, pt0, pt1, pt2, pt3, FMT, BN, A_DOT), xb, acc_u)
-        gwd = ngw
-        gsc = ngs
-        uwd = nuw
-        usc = nus
+        if AHEAD == 2:
+            gwd = gwd1
+            gsc = gsc1
+            uwd = uwd1
+            usc = usc1
+            gwd1 = ngw
+            gsc1 = ngs
+            uwd1 = nuw
+            usc1 = nus
+        else:
+            gwd = ngw
+            gsc = ngs
+            uwd = nuw
+            usc = nus
     _store13(acc_g, acc_u, e, blk * BM, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P, HAS_S2, WEIGHT_ON_INPUT,
              BM, BN, MMA)
 
@@ -464,10 +480,11 @@ def mma2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr
                 pt0, pt1, pt2, pt3, P, topk, K, stride_we, stride_wn, stride_se, stride_sn,
                 FMT: gl.constexpr, HAS_S2: gl.constexpr, WEIGHT_ON_INPUT: gl.constexpr, PAIR_ROWS: gl.constexpr,
                 BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, MMA: gl.constexpr, LW: gl.constexpr,
-                XL: gl.constexpr, SPLIT: gl.constexpr = 1, TILED: gl.constexpr = False):
+                XL: gl.constexpr, SPLIT: gl.constexpr = 1, TILED: gl.constexpr = False, AHEAD: gl.constexpr = 1):
     """Down rows [j·BN, +BN) of one expert block from the intermediate cache (K = the
     intermediate size, in activation order): each pair's row stored (PAIR_ROWS) or
-    added atomically into its token's row."""
+    added atomically into its token's row. ``AHEAD``: as in mma13_kernel."""
+    gl.static_assert(AHEAD == 1 or AHEAD == 2, "one or two K steps of words in flight")
     gl.static_assert(SPLIT == 1 or BK == 128, "split K steps are the halves of one 128-wide window")
     A_DOT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
     B_DOT: gl.constexpr = gl.DotOperandLayout(operand_index=1, parent=MMA, k_width=2)
@@ -482,9 +499,12 @@ def mma2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr
     wp, sp = _group_ptrs(w_ptr, s_ptr, e, j * BN, stride_we, stride_wn, stride_se, stride_sn, BN, BK, LW, FMT, TILED)
     acc = gl.zeros([BN, BM], gl.float32, MMA)
     wd, sc = _load_group(wp, sp, 0, 0, FMT, TILED)
+    if AHEAD == 2:
+        kw, ks = _step_offsets(gl.minimum(BK, K - BK), FMT, TILED)
+        wd1, sc1 = _load_group(wp, sp, kw, ks, FMT, TILED)
     for k0 in range(0, K, BK):
         hb = _b_operand(hp + k0, B_DOT)
-        kw, ks = _step_offsets(gl.minimum(k0 + BK, K - BK), FMT, TILED)
+        kw, ks = _step_offsets(gl.minimum(k0 + AHEAD * BK, K - BK), FMT, TILED)
         nwd, nsc = _load_group(wp, sp, kw, ks, FMT, TILED)
         if SPLIT == 1:
             acc = mma_v2(_a_operand(wd, sc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT), hb, acc)
@@ -492,7 +512,13 @@ def mma2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr
             acc = mma_v2(_a_half(wd, sc, 0, pt0, pt1, pt2, pt3, FMT, BN, A_DOT), hb, acc)
             hb = _b_operand(hp + k0 + BK // 2, B_DOT)
             acc = mma_v2(_a_half(wd, sc, 1, pt0, pt1, pt2, pt3, FMT, BN, A_DOT), hb, acc)
-        wd = nwd
-        sc = nsc
+        if AHEAD == 2:
+            wd = wd1
+            sc = sc1
+            wd1 = nwd
+            sc1 = nsc
+        else:
+            wd = nwd
+            sc = nsc
     _store2(acc, e, blk * BM, j, s2_ptr, sorted_ptr, tw_ptr, out_ptr, stride_om, P, topk, HAS_S2, WEIGHT_ON_INPUT,
             PAIR_ROWS, BM, BN, MMA)

@@ -97,6 +97,18 @@ def _split(cfg: dict) -> int:
     return split
 
 
+def ahead(cfg: dict) -> int:
+    """Tile option ``mma_ahead`` (mma.sync kernels): 2 keeps the words of the next two K
+    steps in flight instead of one (a lane's 12 more NF3 gate/up registers), for kernels
+    that wait on the weights' latency rather than on issue; a clear error otherwise."""
+    n = int(cfg.get("mma_ahead", 1))
+    if n not in (1, 2):
+        raise ValueError(f"mma_ahead={n}: 1 or 2")
+    if n == 2 and cfg.get("wgmma"):
+        raise ValueError("mma_ahead=2: an mma.sync tile option (the wgmma kernels load one K step ahead)")
+    return n
+
+
 def _tile(cfg: dict, key: str, size: int) -> int:
     bn = int(cfg.get(key, BN))
     if size % bn:
@@ -227,6 +239,7 @@ def _kernel_tiles(cfg: dict, size: int, gemm: str) -> tuple:
     if cfg.get("wgmma"):
         from . import wgmma_gluon
 
+        ahead(cfg)  # refuses mma_ahead here
         gu = gemm == "13" and wgmma_gu(cfg)
         bm, warps, bn, stages = wgmma_tile(cfg, 2 * size if gu else size)
         tail = wgmma_tail(cfg)
@@ -243,7 +256,7 @@ def _kernel_tiles(cfg: dict, size: int, gemm: str) -> tuple:
     bn, warps, split = _tile(cfg, f"mma_bn{gemm}", size), int(cfg.get("mma_warps", WARPS)), _split(cfg)
     mma, lw, xl = _layouts(bn, BK, warps, split)
     kernel = mma_gluon.mma13_kernel if gemm == "13" else mma_gluon.mma2_kernel
-    return kernel, bn, warps, dict(BM=cfg["BM"], BN=bn, BK=BK, MMA=mma, LW=lw, XL=xl, SPLIT=split)
+    return kernel, bn, warps, dict(BM=cfg["BM"], BN=bn, BK=BK, MMA=mma, LW=lw, XL=xl, SPLIT=split, AHEAD=ahead(cfg))
 
 
 def launch_w13(xp, w13, s13, s13_2, sorted_ids, block_expert, topk_weights, inter, num_pairs, topk, inter_size,
