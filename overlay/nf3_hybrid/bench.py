@@ -338,6 +338,17 @@ SWEEP = {
         dict(_SMALL_MMA, mma_ahead=2),
         dict(_SMALL_MMA, mma_split=1, mma_ahead=2),
         dict(_SMALL_MMA, mma_ahead=1),
+        # session 21: fewer weight rows a program on fewer warps (mma_bn13 / mma_bn2 /
+        # mma_warps): each program streams its rows' whole K, so at 12-64 tokens the
+        # grid (experts hit × row tiles) is one to two waves of long programs
+        # (s21 bounds: the hybrid layer 167 → 205 µs from 10 to 12 tokens at I=512, the
+        # NF3-only layer 170 → 180); shorter programs fill the last wave finer.
+        # compile_probe, Triton 3.6, tiled NF3 gate/up: 32 rows on two warps 116
+        # registers, 16 on one 120 (64 on four: 96)
+        dict(_SMALL_MMA, mma_bn13=32, mma_bn2=32, mma_warps=2),
+        dict(_SMALL_MMA, mma_bn13=16, mma_bn2=16, mma_warps=1),
+        dict(_SMALL_MMA, mma_bn13=16, mma_bn2=32, mma_warps=1),
+        dict(_SMALL_MMA, mma_warps=4),
     ],
     # session 9 (sweep_h200_s9.json, _s9b.json): the mid tiles with 16-token blocks, from the
     # GEMV's end to 256 tokens

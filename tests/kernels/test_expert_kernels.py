@@ -569,6 +569,32 @@ def test_mma_split_k_steps_give_the_whole_step_bits(monkeypatch, cls, m, on_inpu
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("rows13,rows2,warps", [(32, 32, 2), (16, 16, 1), (16, 32, 1)])
+@pytest.mark.parametrize("m", [5, 40])
+@pytest.mark.parametrize("on_input", [False, True])
+def test_mma_row_tiles_on_fewer_warps_give_the_four_warp_bits(monkeypatch, rows13, rows2, warps, m, on_input):
+    """Tile options ``mma_bn13`` / ``mma_bn2`` / ``mma_warps`` (fewer weight rows a
+    program of the mma.sync kernels, on fewer warps) change which program computes a row,
+    not its products or their order: the same bits as the built-in 64 rows on four warps,
+    and the reference's result."""
+    if DEV != "cuda":
+        pytest.skip("the mma kernels need the GPU")
+    from nf3_hybrid.backends import triton_tiers
+
+    ref, tri, ws, classes = _grouped_only(monkeypatch, "small", (m,), n_kept=24, seed=41)
+    w, ids = routing(m, 64, 8, seed=m + 11, device=DEV)
+    x = (torch.randn(m, 1024, device=DEV) * 2).to(torch.bfloat16)
+    got = {}
+    for tiles in (dict(), dict(mma_bn13=rows13, mma_bn2=rows2, mma_warps=warps)):
+        monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE",
+                            {**classes, "small": dict(classes["small"], mma=1, mma_kept=1, **tiles)})
+        poison(ws)
+        got[len(tiles)] = tri.forward(x, w, ids, weights_on_input=on_input)
+    assert torch.equal(got[0], got[3]), (rows13, rows2, warps, rel(got[3], got[0]))
+    assert rel(got[3], ref.forward(x, w, ids, weights_on_input=on_input)) < TOL
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("cls,m", [("small", 40), ("narrow", 300)])
 @pytest.mark.parametrize("split", [1, 2])
 @pytest.mark.parametrize("on_input", [False, True])

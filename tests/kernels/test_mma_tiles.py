@@ -99,16 +99,18 @@ def test_shapes_outside_whole_windows_are_refused():
     assert mma_tiles.shape_fits(6144, 512) and not mma_tiles.shape_fits(2880, 512)
 
 
-@pytest.mark.parametrize("split,ahead", [(1, 1), (2, 1), (2, 2)])
+@pytest.mark.parametrize("split,ahead,rows", [(1, 1, 64), (2, 1, 64), (2, 2, 64), (2, 1, 32), (2, 1, 16)])
 @pytest.mark.parametrize("fmt,tiled", [(0, 0), (1, 0), (0, 1)])
-def test_kernels_compile_for_sm90_with_register_only_operands(fmt, tiled, split, ahead, tmp_path):
+def test_kernels_compile_for_sm90_with_register_only_operands(fmt, tiled, split, ahead, rows, tmp_path):
     """Both GEMMs, NF3 (nibble or tiled layout) and NVFP4, as the launcher instantiates
-    them (``ahead``: tile option ``mma_ahead``): ``convert_layout(..., assert_trivial=True)``
+    them (``ahead``: tile option ``mma_ahead``; ``rows`` a program on rows / 16 warps:
+    ``mma_bn13`` / ``mma_bn2`` / ``mma_warps``): ``convert_layout(..., assert_trivial=True)``
     fails to compile if the decoded values would have to move between lanes to reach the A
     operand."""
     if mma_tiles.gluon_missing():
         pytest.skip(f"no Gluon in this Triton: {mma_tiles.gluon_missing()}")
-    compile_probe(tmp_path, "--mma", "--cfg", f"BM=16,fmt={fmt},split={split},tiled={tiled},ahead={ahead}")
+    compile_probe(tmp_path, "--mma", "--cfg",
+                  f"BM=16,fmt={fmt},split={split},tiled={tiled},ahead={ahead},BN={rows},warps={rows // 16}")
     for kernel in ("mma13_kernel", "mma2_kernel"):
         ptx = (tmp_path / f"{kernel}.ptx").read_text()
         assert "mma.sync.aligned.m16n8k16" in ptx and "cvt.rn.f16x2.e4m3x2" in ptx, kernel
