@@ -345,9 +345,17 @@ SWEEP = {
         # NF3-only layer 170 → 180); shorter programs fill the last wave finer.
         # compile_probe, Triton 3.6, tiled NF3 gate/up: 32 rows on two warps 116
         # registers, 16 on one 120 (64 on four: 96)
+        # H200 (bench_moe_h200_s21_rows_i{512,2048}.json), µs at 1 / 8 / 16 / 64 tokens,
+        # I=512: built-in 84 / 161 / 222 / 427, 32 rows 115 / 188 / 247 / 478, 16 rows 152 /
+        # 245 / 300 / 539, 16 + 32 118 / 208 / 260 / 481; I=2048: built-in 147-157 / 437-458
+        # / 717-741 / 1566-1612, 32 rows 169 / 500 / 805 / 1731 — slower everywhere: not
+        # the waves. 128 rows on eight warps (the same 16 rows a warp, 94 registers, the
+        # same 380-instruction loop) halves the programs instead
         dict(_SMALL_MMA, mma_bn13=32, mma_bn2=32, mma_warps=2),
         dict(_SMALL_MMA, mma_bn13=16, mma_bn2=16, mma_warps=1),
         dict(_SMALL_MMA, mma_bn13=16, mma_bn2=32, mma_warps=1),
+        dict(_SMALL_MMA, mma_bn13=128, mma_bn2=128, mma_warps=8),
+        dict(_SMALL_MMA, mma_split=1, mma_bn13=128, mma_bn2=128, mma_warps=8),
         dict(_SMALL_MMA, mma_warps=4),
     ],
     # session 9 (sweep_h200_s9.json, _s9b.json): the mid tiles with 16-token blocks, from the

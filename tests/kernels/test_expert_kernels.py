@@ -569,7 +569,7 @@ def test_mma_split_k_steps_give_the_whole_step_bits(monkeypatch, cls, m, on_inpu
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("rows13,rows2,warps", [(32, 32, 2), (16, 16, 1), (16, 32, 1)])
+@pytest.mark.parametrize("rows13,rows2,warps", [(32, 32, 2), (16, 16, 1), (16, 32, 1), (128, 128, 8)])
 @pytest.mark.parametrize("m", [5, 40])
 @pytest.mark.parametrize("on_input", [False, True])
 def test_mma_row_tiles_on_fewer_warps_give_the_four_warp_bits(monkeypatch, rows13, rows2, warps, m, on_input):

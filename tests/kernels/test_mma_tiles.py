@@ -99,7 +99,7 @@ def test_shapes_outside_whole_windows_are_refused():
     assert mma_tiles.shape_fits(6144, 512) and not mma_tiles.shape_fits(2880, 512)
 
 
-@pytest.mark.parametrize("split,ahead,rows", [(1, 1, 64), (2, 1, 64), (2, 2, 64), (2, 1, 32), (2, 1, 16)])
+@pytest.mark.parametrize("split,ahead,rows", [(1, 1, 64), (2, 1, 64), (2, 2, 64), (2, 1, 32), (2, 1, 16), (2, 1, 128)])
 @pytest.mark.parametrize("fmt,tiled", [(0, 0), (1, 0), (0, 1)])
 def test_kernels_compile_for_sm90_with_register_only_operands(fmt, tiled, split, ahead, rows, tmp_path):
     """Both GEMMs, NF3 (nibble or tiled layout) and NVFP4, as the launcher instantiates
