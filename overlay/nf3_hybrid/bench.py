@@ -334,15 +334,20 @@ SWEEP = {
         dict(BM=16, BN13=64, BK13=128, BN2=64, BK2=128, warps=4, stages=3, ptx=1, ptx4=1),
         # session 21: two K steps of words in flight (mma_ahead; compile_probe, Triton 3.6,
         # tiled NF3 gate/up 96 -> 116 registers, NVFP4 121 -> 128 and 8 bytes of stack);
-        # mma_ahead=1 is the built-in tiles again, last, to see the run's drift
+        # mma_ahead=1 is the built-in tiles again, last, to see the run's drift. H200
+        # (bench_moe_h200_s21_ahead_i{512,2048}.json), µs at 1 / 8 / 16 / 64 tokens: I=512
+        # 83.5 / 155 / 225 / 440 against 83-87 / 160-162 / 219-223 / 425-432, I=2048 150 /
+        # 456 / 753 / 1631 against 153-160 / 445-446 / 726-730 / 1575-1584: slower from 16
+        # tokens, so off
         dict(_SMALL_MMA, mma_ahead=2),
         dict(_SMALL_MMA, mma_split=1, mma_ahead=2),
         dict(_SMALL_MMA, mma_ahead=1),
         # session 21: fewer weight rows a program on fewer warps (mma_bn13 / mma_bn2 /
         # mma_warps): each program streams its rows' whole K, so at 12-64 tokens the
         # grid (experts hit × row tiles) is one to two waves of long programs
-        # (s21 bounds: the hybrid layer 167 → 205 µs from 10 to 12 tokens at I=512, the
-        # NF3-only layer 170 → 180); shorter programs fill the last wave finer.
+        # (bench_moe_h200_s21_grouped_bounds*.json.gz: the hybrid layer 167 → 205 µs from 10
+        # to 12 tokens at I=512, the NF3-only layer 170 → 180); shorter programs would fill
+        # the last wave finer.
         # compile_probe, Triton 3.6, tiled NF3 gate/up: 32 rows on two warps 116
         # registers, 16 on one 120 (64 on four: 96)
         # H200 (bench_moe_h200_s21_rows_i{512,2048}.json), µs at 1 / 8 / 16 / 64 tokens,
@@ -350,7 +355,9 @@ SWEEP = {
         # 245 / 300 / 539, 16 + 32 118 / 208 / 260 / 481; I=2048: built-in 147-157 / 437-458
         # / 717-741 / 1566-1612, 32 rows 169 / 500 / 805 / 1731 — slower everywhere: not
         # the waves. 128 rows on eight warps (the same 16 rows a warp, 94 registers, the
-        # same 380-instruction loop) halves the programs instead
+        # same 380-instruction loop: half the programs) slower too — I=512 109 / 160 / 238 /
+        # 448 against 95-96 / 164 / 222-225 / 427-430, I=2048 146 / 468 / 764 / 1688 against
+        # 151-161 / 437 / 716-722 / 1558-1568 (bench_moe_h200_s21_rows128_i*.json)
         dict(_SMALL_MMA, mma_bn13=32, mma_bn2=32, mma_warps=2),
         dict(_SMALL_MMA, mma_bn13=16, mma_bn2=16, mma_warps=1),
         dict(_SMALL_MMA, mma_bn13=16, mma_bn2=32, mma_warps=1),

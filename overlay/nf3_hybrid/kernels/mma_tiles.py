@@ -100,7 +100,9 @@ def _split(cfg: dict) -> int:
 def ahead(cfg: dict) -> int:
     """Tile option ``mma_ahead`` (mma.sync kernels): 2 keeps the words of the next two K
     steps in flight instead of one (a lane's 12 more NF3 gate/up registers), for kernels
-    that wait on the weights' latency rather than on issue; a clear error otherwise."""
+    that wait on the weights' latency rather than on issue; a clear error otherwise. Off
+    by default: on the H200 (session 21) the small class was 2-4 % slower with it from 16
+    tokens (bench.py's SWEEP has the numbers); a sweep candidate for other GPUs."""
     n = int(cfg.get("mma_ahead", 1))
     if n not in (1, 2):
         raise ValueError(f"mma_ahead={n}: 1 or 2")

@@ -293,7 +293,7 @@ def _render_scaled_values(body: str, tables: Sequence[str]) -> str:
     instead of each value (16 multiplies a group) — compile_probe (Triton 3.6, SM90, tiled
     NF3): small-class gate/up loop 380 → 355 SASS instructions, down 208 → 201, wgmma 32 +
     16 slots 486 → 470 / 278 → 247 and 168 → 153 registers; 246 GPU tests passed. Yet on
-    the H200, two alternating runs each (bench_moe_h200_s21_{base,new}{1,2}.json), the
+    the H200, two alternating runs each (bench_moe_h200_s21_{base,new}{1,2}.json.gz), the
     hybrid layer was 3-4 % slower at 32 / 64 tokens (I=512: 324.7 → 335.5, 426.7 → 443.1
     µs) and at 16 / 32 at I=2048 (724.9 → 747.4, 1145.9 → 1175.7), and within ±1 % at 512
     to 4096 tokens but one 2048-token run: these kernels wait on latency — the scale now
