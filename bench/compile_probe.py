@@ -183,7 +183,8 @@ def mma(a):
                 BK=mma_tiles.BK, MMA=lay, LW=lw, XL=xl, SPLIT=cfg["split"], TILED=bool(cfg.get("tiled")),
                 AHEAD=cfg.get("ahead", 1))
     for kernel, extra in ((mma_gluon.mma13_kernel, {}), (mma_gluon.mma2_kernel, dict(PAIR_ROWS=True))):
-        r = probe(kernel, dict(base, **extra), a.arch, cfg["warps"], a.dump, x_type="*fp16", gluon=True)
+        r = probe(kernel, dict(base, **extra), a.arch, cfg["warps"], a.dump, x_type="*fp16", gluon=True,
+                  maxnreg=cfg.get("maxnreg") or mma_tiles.launch_options(cfg, cfg["fmt"]).get("maxnreg"))
         print(kernel.__name__, r)
 
 

@@ -364,6 +364,13 @@ SWEEP = {
         dict(_SMALL_MMA, mma_bn13=128, mma_bn2=128, mma_warps=8),
         dict(_SMALL_MMA, mma_split=1, mma_bn13=128, mma_bn2=128, mma_warps=8),
         dict(_SMALL_MMA, mma_warps=4),
+        # session 21: the NF3 tier's kernels under a register cap (mma_nf3_maxnreg,
+        # kernels/mma_tiles.py says why: six or eight programs an SM instead of five);
+        # 128 is above what they use, the built-in tiles again
+        dict(_SMALL_MMA, mma_nf3_maxnreg=80),
+        dict(_SMALL_MMA, mma_nf3_maxnreg=72),
+        dict(_SMALL_MMA, mma_nf3_maxnreg=64),
+        dict(_SMALL_MMA, mma_nf3_maxnreg=128),
     ],
     # session 9 (sweep_h200_s9.json, _s9b.json): the mid tiles with 16-token blocks, from the
     # GEMV's end to 256 tokens

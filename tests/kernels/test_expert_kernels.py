@@ -569,6 +569,31 @@ def test_mma_split_k_steps_give_the_whole_step_bits(monkeypatch, cls, m, on_inpu
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("cap", [80, 64])
+@pytest.mark.parametrize("m", [5, 40])
+@pytest.mark.parametrize("on_input", [False, True])
+def test_mma_kernels_under_an_nf3_register_cap_give_the_uncapped_bits(monkeypatch, cap, m, on_input):
+    """Tile option ``mma_nf3_maxnreg`` (the NF3 tier's mma.sync kernels compiled under a
+    register cap, spilling what does not fit) changes the registers, not the products:
+    the same bits as uncapped, and the reference's result."""
+    if DEV != "cuda":
+        pytest.skip("the mma kernels need the GPU")
+    from nf3_hybrid.backends import triton_tiers
+
+    ref, tri, ws, classes = _grouped_only(monkeypatch, "small", (m,), n_kept=24, seed=43)
+    w, ids = routing(m, 64, 8, seed=m + 13, device=DEV)
+    x = (torch.randn(m, 1024, device=DEV) * 2).to(torch.bfloat16)
+    got = {}
+    for c in (None, cap):
+        monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE",
+                            {**classes, "small": dict(classes["small"], mma=1, mma_kept=1, mma_nf3_maxnreg=c)})
+        poison(ws)
+        got[c] = tri.forward(x, w, ids, weights_on_input=on_input)
+    assert torch.equal(got[None], got[cap]), (cap, rel(got[cap], got[None]))
+    assert rel(got[cap], ref.forward(x, w, ids, weights_on_input=on_input)) < TOL
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("rows13,rows2,warps", [(32, 32, 2), (16, 16, 1), (16, 32, 1), (128, 128, 8)])
 @pytest.mark.parametrize("m", [5, 40])
 @pytest.mark.parametrize("on_input", [False, True])

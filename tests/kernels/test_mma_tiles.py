@@ -220,6 +220,28 @@ def test_a_register_cap_compiles_under_it_and_is_refused_where_ptxas_cannot_take
     assert ".maxnreg 168" in ptx
 
 
+def test_an_nf3_register_cap_on_the_mma_sync_kernels_compiles_under_it_and_spares_nvfp4(tmp_path):
+    """Tile option ``mma_nf3_maxnreg``: an NF3 tier's mma.sync kernels are launched with
+    ``maxnreg``, an NVFP4 tier's without (it would spill); values ptxas cannot take, or the
+    cap on the wgmma kernels, are refused with the option named."""
+    cfg = dict(BM=16, mma_nf3_maxnreg=80)
+    assert mma_tiles.launch_options(cfg, 0) == {"maxnreg": 80}
+    assert mma_tiles.launch_options(cfg, 1) == {} and mma_tiles.launch_options(dict(BM=16), 0) == {}
+    for bad, match in ((dict(mma_nf3_maxnreg=84), "mma_nf3_maxnreg=84: a multiple of 8"),
+                       (dict(mma_nf3_maxnreg=56), "64-255"),
+                       (dict(wgmma=1, mma_nf3_maxnreg=80), "an mma.sync tile option")):
+        with pytest.raises(ValueError, match=match):
+            mma_tiles.launch_options(bad, 0)
+    if mma_tiles.gluon_missing():
+        pytest.skip(f"no Gluon in this Triton: {mma_tiles.gluon_missing()}")
+    for fmt in (0, 1):
+        out = tmp_path / str(fmt)
+        out.mkdir()
+        compile_probe(out, "--mma", "--cfg", f"BM=16,fmt={fmt},split=2,tiled={1 - fmt},mma_nf3_maxnreg=80")
+        ptx = (out / "mma13_kernel.ptx").read_text()
+        assert (".maxnreg 80" in ptx) == (fmt == 0), fmt
+
+
 def test_a_tail_is_a_wgmma_option_of_the_widths_the_instruction_takes():
     """``wg_tail``'s slots add to the block's in the routing (block_slots); other widths, or
     a tail without the wgmma kernels, are refused with the option named."""

@@ -163,15 +163,33 @@ def wgmma_tail(cfg: dict) -> int:
 WG_MAXNREG = (128, 255)
 
 
-def launch_options(cfg: dict) -> dict:
+# tile option mma_nf3_maxnreg (mma.sync kernels, NF3 tier only): a register cap, so that
+# more programs fit on an SM. Registers are handed out 8 a thread at a time per warp: the
+# small class's tiled NF3 gate/up kernel at 96 registers fits five four-warp programs an
+# SM, at 80 six (compile_probe, Triton 3.6: 32 bytes of stack outside the loop, loop 380 →
+# 388 instructions), at 64 eight (120 bytes, 25 local loads a K step). The NVFP4 kernel
+# (121 registers) spills 72 bytes already at 88, so the cap leaves that tier alone.
+MMA_MAXNREG = (64, 255)
+
+
+def launch_options(cfg: dict, fmt: int = 0) -> dict:
     """The kernels' compile options beyond num_warps that the tiles ask for: ``maxnreg``
-    under tile option ``wg_maxnreg`` (a clear error outside what ptxas takes)."""
-    cap = cfg.get("wg_maxnreg")
+    under tile option ``wg_maxnreg`` (wgmma kernels) or ``mma_nf3_maxnreg`` (mma.sync
+    kernels of an NF3 tier, ``fmt`` 0); a clear error outside what ptxas takes or for
+    the other kernels' option."""
+    if cfg.get("wgmma"):
+        if cfg.get("mma_nf3_maxnreg"):
+            raise ValueError(f"mma_nf3_maxnreg={cfg['mma_nf3_maxnreg']}: an mma.sync tile option "
+                             "(the wgmma kernels' is wg_maxnreg)")
+        cap = cfg.get("wg_maxnreg")
+        return register_cap("wg_maxnreg", cap, WG_MAXNREG) if cap else {}
+    if cfg.get("wg_maxnreg"):
+        raise ValueError(f"wg_maxnreg={cfg['wg_maxnreg']}: a wgmma tile option (set wgmma=1)")
+    cap = cfg.get("mma_nf3_maxnreg")
     if not cap:
         return {}
-    if not cfg.get("wgmma"):
-        raise ValueError(f"wg_maxnreg={cap}: a wgmma tile option (set wgmma=1)")
-    return register_cap("wg_maxnreg", cap, WG_MAXNREG)
+    opts = register_cap("mma_nf3_maxnreg", cap, MMA_MAXNREG)
+    return opts if fmt == 0 else {}
 
 
 def wgmma_gu(cfg: dict) -> bool:
@@ -273,7 +291,7 @@ def launch_w13(xp, w13, s13, s13_2, sorted_ids, block_expert, topk_weights, inte
         xp, xp.stride(0), w, s13, s13_2 if s13_2 is not None else s13, sorted_ids, block_expert, topk_weights,
         inter, inter.stride(0), *words, num_pairs, topk, xp.shape[1], inter_size, w.stride(0), w.stride(1),
         s13.stride(0), s13.stride(1), FMT=fmt, HAS_S2=s13_2 is not None, WEIGHT_ON_INPUT=weight_on_input, **tiles,
-        TILED=_tiled(fmt, tiled), num_warps=warps, **launch_options(cfg))
+        TILED=_tiled(fmt, tiled), num_warps=warps, **launch_options(cfg, fmt))
 
 
 def launch_w2(inter, w2, s2, s2_2, sorted_ids, block_expert, topk_weights, out, num_pairs, topk, inter_size,
@@ -287,7 +305,7 @@ def launch_w2(inter, w2, s2, s2_2, sorted_ids, block_expert, topk_weights, out, 
         inter, inter.stride(0), w, s2, s2_2 if s2_2 is not None else s2, sorted_ids, block_expert, topk_weights,
         out, out.stride(0), *words, num_pairs, topk, inter_size, w.stride(0), w.stride(1), s2.stride(0),
         s2.stride(1), FMT=fmt, HAS_S2=s2_2 is not None, WEIGHT_ON_INPUT=weight_on_input, PAIR_ROWS=pair_rows,
-        **tiles, TILED=_tiled(fmt, tiled), num_warps=warps, **launch_options(cfg))
+        **tiles, TILED=_tiled(fmt, tiled), num_warps=warps, **launch_options(cfg, fmt))
 
 
 def _tiled(fmt: int, tiled: bool) -> bool:
