@@ -365,8 +365,9 @@ SWEEP = {
         dict(_SMALL_MMA, mma_split=1, mma_bn13=128, mma_bn2=128, mma_warps=8),
         dict(_SMALL_MMA, mma_warps=4),
         # session 21: the NF3 tier's kernels under a register cap (mma_nf3_maxnreg,
-        # kernels/mma_tiles.py says why: six or eight programs an SM instead of five);
-        # 128 is above what they use, the built-in tiles again
+        # kernels/mma_tiles.py says why: six or eight programs an SM instead of five, and
+        # has the H200's times: slower at every cap); 128 is above what they use, the
+        # built-in tiles again
         dict(_SMALL_MMA, mma_nf3_maxnreg=80),
         dict(_SMALL_MMA, mma_nf3_maxnreg=72),
         dict(_SMALL_MMA, mma_nf3_maxnreg=64),

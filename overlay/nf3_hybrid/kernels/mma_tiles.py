@@ -168,7 +168,12 @@ WG_MAXNREG = (128, 255)
 # small class's tiled NF3 gate/up kernel at 96 registers fits five four-warp programs an
 # SM, at 80 six (compile_probe, Triton 3.6: 32 bytes of stack outside the loop, loop 380 →
 # 388 instructions), at 64 eight (120 bytes, 25 local loads a K step). The NVFP4 kernel
-# (121 registers) spills 72 bytes already at 88, so the cap leaves that tier alone.
+# (121 registers) spills 72 bytes already at 88, so the cap leaves that tier alone. On the
+# H200 (session 21, bench_moe_h200_s21_nf3cap_i{512,2048}.json) slower at every cap: I=512,
+# µs at 1 / 8 / 16 / 64 tokens, 80 → 98.5 / 182 / 242.5 / 438, 72 → 102 / 188 / 268 / 445,
+# 64 → 137 / 221 / 272 / 538, against 85-86 / 152-163 / 220-225 / 428 uncapped; I=2048
+# 80 → 164 / 445 / 728 / 1587 against 146-160 / 438 / 714-726 / 1550-1571. So off by
+# default: more programs an SM do not make these kernels faster.
 MMA_MAXNREG = (64, 255)
 
 
