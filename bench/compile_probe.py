@@ -181,7 +181,7 @@ def mma(a):
     lay, lw, xl = mma_gluon.layouts(cfg["BN"], mma_tiles.BK, cfg["warps"], cfg["split"])
     base = dict(FMT=cfg["fmt"], HAS_S2=cfg["fmt"] == 1, WEIGHT_ON_INPUT=False, BM=cfg["BM"], BN=cfg["BN"],
                 BK=mma_tiles.BK, MMA=lay, LW=lw, XL=xl, SPLIT=cfg["split"], TILED=bool(cfg.get("tiled")),
-                AHEAD=cfg.get("ahead", 1))
+                AHEAD=cfg.get("ahead", 1), XAHEAD=bool(cfg.get("xahead", 0)))
     for kernel, extra in ((mma_gluon.mma13_kernel, {}), (mma_gluon.mma2_kernel, dict(PAIR_ROWS=True))):
         r = probe(kernel, dict(base, **extra), a.arch, cfg["warps"], a.dump, x_type="*fp16", gluon=True,
                   maxnreg=cfg.get("maxnreg") or mma_tiles.launch_options(cfg, cfg["fmt"]).get("maxnreg"))

@@ -372,6 +372,13 @@ SWEEP = {
         dict(_SMALL_MMA, mma_nf3_maxnreg=72),
         dict(_SMALL_MMA, mma_nf3_maxnreg=64),
         dict(_SMALL_MMA, mma_nf3_maxnreg=128),
+        # session 22: the next K step's activations loaded while this one is multiplied
+        # (mma_xahead; the weights' words already are). compile_probe, Triton 3.6, tiled NF3
+        # gate/up 96 -> 109 registers (five programs an SM -> four), loop 380 -> 393
+        # instructions; down 56 -> 72
+        dict(_SMALL_MMA, mma_xahead=1),
+        dict(_SMALL_MMA, mma_split=1, mma_xahead=1),
+        dict(_SMALL_MMA, mma_ahead=2, mma_xahead=1),
     ],
     # session 9 (sweep_h200_s9.json, _s9b.json): the mid tiles with 16-token blocks, from the
     # GEMV's end to 256 tokens

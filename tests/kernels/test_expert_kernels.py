@@ -544,28 +544,37 @@ def test_mma_tiles_match_the_triton_tiles_and_the_reference(monkeypatch, cls, to
         assert rel(got[1], want) < TOL and rel(got[1], got[0]) < TOL, (cls, m, rel(got[1], want), rel(got[1], got[0]))
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("cls,m", [("narrow", 300), ("mid", 800), ("large", 1500)])
-@pytest.mark.parametrize("on_input", [False, True])
-def test_mma_split_k_steps_give_the_whole_step_bits(monkeypatch, cls, m, on_input):
-    """Tile option ``mma_split`` (each 128-wide K step multiplied in two halves, both tiers
-    on the mma kernels) issues the same products in the same order: the same bits as whole
-    steps, and the reference's result."""
+def _mma_settings_agree(monkeypatch, cls, m, on_input, seed, settings):
+    """The hybrid layer on the grouped path (``_grouped_only``: class ``cls``, both tiers on
+    the mma.sync kernels) once per tile-option setting (extra keys over the class's
+    built-in tiles), the same layer and inputs each time: every setting gives the first
+    one's bits, and the reference's result. The tile options this serves change registers,
+    loads or which program computes a row, never the products or their order."""
     if DEV != "cuda":
         pytest.skip("the mma kernels need the GPU")
     from nf3_hybrid.backends import triton_tiers
 
-    ref, tri, ws, classes = _grouped_only(monkeypatch, cls, (m,), n_kept=24, seed=31)
-    w, ids = routing(m, 64, 8, seed=m + 5, device=DEV)
+    ref, tri, ws, classes = _grouped_only(monkeypatch, cls, (m,), n_kept=24, seed=seed)
+    w, ids = routing(m, 64, 8, seed=m + seed, device=DEV)
     x = (torch.randn(m, 1024, device=DEV) * 2).to(torch.bfloat16)
-    got = {}
-    for split in (1, 2):
+    got = []
+    for extra in settings:
         monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE",
-                            {**classes, cls: dict(classes[cls], mma=1, mma_kept=1, mma_split=split)})
+                            {**classes, cls: dict(classes[cls], mma=1, mma_kept=1, **extra)})
         poison(ws)
-        got[split] = tri.forward(x, w, ids, weights_on_input=on_input)
-    assert torch.equal(got[1], got[2]), (cls, rel(got[2], got[1]))
-    assert rel(got[2], ref.forward(x, w, ids, weights_on_input=on_input)) < TOL
+        got.append(tri.forward(x, w, ids, weights_on_input=on_input))
+    for extra, g in zip(settings[1:], got[1:]):
+        assert torch.equal(g, got[0]), (cls, m, extra, rel(g, got[0]))
+    assert rel(got[0], ref.forward(x, w, ids, weights_on_input=on_input)) < TOL
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cls,m", [("narrow", 300), ("mid", 800), ("large", 1500)])
+@pytest.mark.parametrize("on_input", [False, True])
+def test_mma_split_k_steps_give_the_whole_step_bits(monkeypatch, cls, m, on_input):
+    """Tile option ``mma_split`` (each 128-wide K step multiplied in two halves) issues the
+    same products in the same order: the same bits as whole steps."""
+    _mma_settings_agree(monkeypatch, cls, m, on_input, 31, [dict(mma_split=1), dict(mma_split=2)])
 
 
 @pytest.mark.gpu
@@ -574,23 +583,8 @@ def test_mma_split_k_steps_give_the_whole_step_bits(monkeypatch, cls, m, on_inpu
 @pytest.mark.parametrize("on_input", [False, True])
 def test_mma_kernels_under_an_nf3_register_cap_give_the_uncapped_bits(monkeypatch, cap, m, on_input):
     """Tile option ``mma_nf3_maxnreg`` (the NF3 tier's mma.sync kernels compiled under a
-    register cap, spilling what does not fit) changes the registers, not the products:
-    the same bits as uncapped, and the reference's result."""
-    if DEV != "cuda":
-        pytest.skip("the mma kernels need the GPU")
-    from nf3_hybrid.backends import triton_tiers
-
-    ref, tri, ws, classes = _grouped_only(monkeypatch, "small", (m,), n_kept=24, seed=43)
-    w, ids = routing(m, 64, 8, seed=m + 13, device=DEV)
-    x = (torch.randn(m, 1024, device=DEV) * 2).to(torch.bfloat16)
-    got = {}
-    for c in (None, cap):
-        monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE",
-                            {**classes, "small": dict(classes["small"], mma=1, mma_kept=1, mma_nf3_maxnreg=c)})
-        poison(ws)
-        got[c] = tri.forward(x, w, ids, weights_on_input=on_input)
-    assert torch.equal(got[None], got[cap]), (cap, rel(got[cap], got[None]))
-    assert rel(got[cap], ref.forward(x, w, ids, weights_on_input=on_input)) < TOL
+    register cap, spilling what does not fit) changes the registers, not the products."""
+    _mma_settings_agree(monkeypatch, "small", m, on_input, 43, [dict(mma_nf3_maxnreg=None), dict(mma_nf3_maxnreg=cap)])
 
 
 @pytest.mark.gpu
@@ -600,23 +594,9 @@ def test_mma_kernels_under_an_nf3_register_cap_give_the_uncapped_bits(monkeypatc
 def test_mma_row_tiles_on_fewer_warps_give_the_four_warp_bits(monkeypatch, rows13, rows2, warps, m, on_input):
     """Tile options ``mma_bn13`` / ``mma_bn2`` / ``mma_warps`` (fewer weight rows a
     program of the mma.sync kernels, on fewer warps) change which program computes a row,
-    not its products or their order: the same bits as the built-in 64 rows on four warps,
-    and the reference's result."""
-    if DEV != "cuda":
-        pytest.skip("the mma kernels need the GPU")
-    from nf3_hybrid.backends import triton_tiers
-
-    ref, tri, ws, classes = _grouped_only(monkeypatch, "small", (m,), n_kept=24, seed=41)
-    w, ids = routing(m, 64, 8, seed=m + 11, device=DEV)
-    x = (torch.randn(m, 1024, device=DEV) * 2).to(torch.bfloat16)
-    got = {}
-    for tiles in (dict(), dict(mma_bn13=rows13, mma_bn2=rows2, mma_warps=warps)):
-        monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE",
-                            {**classes, "small": dict(classes["small"], mma=1, mma_kept=1, **tiles)})
-        poison(ws)
-        got[len(tiles)] = tri.forward(x, w, ids, weights_on_input=on_input)
-    assert torch.equal(got[0], got[3]), (rows13, rows2, warps, rel(got[3], got[0]))
-    assert rel(got[3], ref.forward(x, w, ids, weights_on_input=on_input)) < TOL
+    not its products or their order: the bits of the built-in 64 rows on four warps."""
+    _mma_settings_agree(monkeypatch, "small", m, on_input, 41,
+                        [dict(), dict(mma_bn13=rows13, mma_bn2=rows2, mma_warps=warps)])
 
 
 @pytest.mark.gpu
@@ -625,23 +605,20 @@ def test_mma_row_tiles_on_fewer_warps_give_the_four_warp_bits(monkeypatch, rows1
 @pytest.mark.parametrize("on_input", [False, True])
 def test_mma_words_two_steps_ahead_give_the_one_step_bits(monkeypatch, cls, m, split, on_input):
     """Tile option ``mma_ahead`` 2 (the mma.sync kernels keep two K steps of words in
-    flight) only loads earlier: the same bits as one step ahead, and the reference's result."""
-    if DEV != "cuda":
-        pytest.skip("the mma kernels need the GPU")
-    from nf3_hybrid.backends import triton_tiers
+    flight) only loads earlier: the same bits as one step ahead."""
+    _mma_settings_agree(monkeypatch, cls, m, on_input, 37,
+                        [dict(mma_split=split, mma_ahead=1), dict(mma_split=split, mma_ahead=2)])
 
-    ref, tri, ws, classes = _grouped_only(monkeypatch, cls, (m,), n_kept=24, seed=37)
-    w, ids = routing(m, 64, 8, seed=m + 9, device=DEV)
-    x = (torch.randn(m, 1024, device=DEV) * 2).to(torch.bfloat16)
-    got = {}
-    for ahead in (1, 2):
-        tiles = {k: v for k, v in classes[cls].items() if k not in ("all_wgmma", "wgmma")}
-        monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE",
-                            {**classes, cls: dict(tiles, mma=1, mma_kept=1, mma_split=split, mma_ahead=ahead)})
-        poison(ws)
-        got[ahead] = tri.forward(x, w, ids, weights_on_input=on_input)
-    assert torch.equal(got[1], got[2]), (cls, rel(got[2], got[1]))
-    assert rel(got[2], ref.forward(x, w, ids, weights_on_input=on_input)) < TOL
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cls,m", [("small", 5), ("small", 40), ("narrow", 300)])
+@pytest.mark.parametrize("split", [1, 2])
+@pytest.mark.parametrize("on_input", [False, True])
+def test_mma_activations_a_step_ahead_give_the_same_bits(monkeypatch, cls, m, split, on_input):
+    """Tile option ``mma_xahead`` (the next K step's activations loaded while this one is
+    multiplied) only loads earlier: the same bits as loading them when they are used."""
+    _mma_settings_agree(monkeypatch, cls, m, on_input, 47,
+                        [dict(mma_split=split), dict(mma_split=split, mma_xahead=1)])
 
 
 @pytest.mark.gpu

@@ -99,18 +99,20 @@ def test_shapes_outside_whole_windows_are_refused():
     assert mma_tiles.shape_fits(6144, 512) and not mma_tiles.shape_fits(2880, 512)
 
 
-@pytest.mark.parametrize("split,ahead,rows", [(1, 1, 64), (2, 1, 64), (2, 2, 64), (2, 1, 32), (2, 1, 16), (2, 1, 128)])
+@pytest.mark.parametrize("split,ahead,rows,xahead", [(1, 1, 64, 0), (2, 1, 64, 0), (2, 2, 64, 0), (2, 1, 32, 0),
+                                                    (2, 1, 16, 0), (2, 1, 128, 0), (2, 1, 64, 1)])
 @pytest.mark.parametrize("fmt,tiled", [(0, 0), (1, 0), (0, 1)])
-def test_kernels_compile_for_sm90_with_register_only_operands(fmt, tiled, split, ahead, rows, tmp_path):
+def test_kernels_compile_for_sm90_with_register_only_operands(fmt, tiled, split, ahead, rows, xahead, tmp_path):
     """Both GEMMs, NF3 (nibble or tiled layout) and NVFP4, as the launcher instantiates
     them (``ahead``: tile option ``mma_ahead``; ``rows`` a program on rows / 16 warps:
-    ``mma_bn13`` / ``mma_bn2`` / ``mma_warps``): ``convert_layout(..., assert_trivial=True)``
+    ``mma_bn13`` / ``mma_bn2`` / ``mma_warps``; ``xahead``: ``mma_xahead``): ``convert_layout(..., assert_trivial=True)``
     fails to compile if the decoded values would have to move between lanes to reach the A
     operand."""
     if mma_tiles.gluon_missing():
         pytest.skip(f"no Gluon in this Triton: {mma_tiles.gluon_missing()}")
     compile_probe(tmp_path, "--mma", "--cfg",
-                  f"BM=16,fmt={fmt},split={split},tiled={tiled},ahead={ahead},BN={rows},warps={rows // 16}")
+                  f"BM=16,fmt={fmt},split={split},tiled={tiled},ahead={ahead},BN={rows},warps={rows // 16},"
+                  f"xahead={xahead}")
     for kernel in ("mma13_kernel", "mma2_kernel"):
         ptx = (tmp_path / f"{kernel}.ptx").read_text()
         assert "mma.sync.aligned.m16n8k16" in ptx and "cvt.rn.f16x2.e4m3x2" in ptx, kernel
@@ -282,6 +284,17 @@ def test_words_in_flight_are_one_or_two_k_steps_on_the_mma_sync_kernels_only():
         mma_tiles.ahead({"mma_ahead": 3})
     with pytest.raises(ValueError, match="mma_ahead=2: an mma.sync tile option"):
         mma_tiles._kernel_tiles({"BM": 16, "wgmma": 1, "mma_ahead": 2}, 512, "13")
+
+
+def test_activations_a_step_ahead_only_on_the_mma_sync_kernels():
+    """``mma_xahead``: off unless asked for; a value other than 0 / 1, or a wgmma tile
+    (which stages its activations by its own pipeline), is a clear error naming the option."""
+    assert mma_tiles._kernel_tiles({"BM": 16}, 512, "2")[3]["XAHEAD"] is False
+    assert mma_tiles._kernel_tiles({"BM": 16, "mma_xahead": 1}, 512, "13")[3]["XAHEAD"] is True
+    with pytest.raises(ValueError, match="mma_xahead=2: 0 or 1"):
+        mma_tiles.xahead({"mma_xahead": 2})
+    with pytest.raises(ValueError, match="mma_xahead=1: an mma.sync tile option"):
+        mma_tiles._kernel_tiles({"BM": 16, "wgmma": 1, "mma_xahead": 1}, 512, "13")
 
 
 def test_large_batches_take_32_token_blocks_only_when_every_tier_runs_on_mma(monkeypatch):

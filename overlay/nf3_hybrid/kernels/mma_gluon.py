@@ -332,6 +332,59 @@ def _b_operand(ptrs, B_DOT: gl.constexpr):
     return gl.convert_layout(gl.load(ptrs), B_DOT)
 
 
+# The B operand's K steps. Plain: each part of step k (the whole step, or its halves with
+# SPLIT 2) loaded when it is multiplied, its latency behind that step's decode alone.
+# XAHEAD (tile option mma_xahead): both parts of step k + 1 loaded into registers (in XL,
+# as they come from memory: a lane's 8 or 16 more fp16 values) while step k is converted
+# and multiplied; the last step reloads itself (no mask). The same values reach the same
+# MMAs either way.
+@gluon.jit
+def _x_first(xp, BK: gl.constexpr, SPLIT: gl.constexpr, XAHEAD: gl.constexpr):
+    """The registers that carry step 0's activations into the loop (XAHEAD), else zeros
+    nobody reads."""
+    if XAHEAD:
+        xa = gl.load(xp)
+        if SPLIT == 2:
+            xh = gl.load(xp + BK // 2)
+        else:
+            xh = xa
+    else:
+        xa = 0
+        xh = 0
+    return xa, xh
+
+
+@gluon.jit
+def _x_step(xp, k0, K, xa, xh, BK: gl.constexpr, SPLIT: gl.constexpr, XAHEAD: gl.constexpr, B_DOT: gl.constexpr):
+    """(step k0's first part as the B operand, its second part still in registers or 0,
+    the carried registers for the next step)."""
+    if XAHEAD:
+        kn = gl.minimum(k0 + BK, K - BK)
+        cur_a = xa
+        cur_h = xh
+        xa = gl.load(xp + kn)
+        if SPLIT == 2:
+            xh = gl.load(xp + kn + BK // 2)
+        else:
+            xh = xa
+        xb = gl.convert_layout(cur_a, B_DOT)
+        second = cur_h
+    else:
+        xb = _b_operand(xp + k0, B_DOT)
+        second = 0
+    return xb, second, xa, xh
+
+
+@gluon.jit
+def _x_second(xp, k0, second, BK: gl.constexpr, XAHEAD: gl.constexpr, B_DOT: gl.constexpr):
+    """Step k0's second half (SPLIT 2) as the B operand."""
+    if XAHEAD:
+        xb = gl.convert_layout(second, B_DOT)
+    else:
+        xb = _b_operand(xp + k0 + BK // 2, B_DOT)
+    return xb
+
+
 @gluon.jit
 def _p_position(col):
     """Where intermediate column ``col`` goes in activation order (the down GEMM's K)."""
@@ -411,12 +464,14 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
                  pt0, pt1, pt2, pt3, P, topk, K, I, stride_we, stride_wn, stride_se, stride_sn,
                  FMT: gl.constexpr, HAS_S2: gl.constexpr, WEIGHT_ON_INPUT: gl.constexpr, BM: gl.constexpr,
                  BN: gl.constexpr, BK: gl.constexpr, MMA: gl.constexpr, LW: gl.constexpr, XL: gl.constexpr,
-                 SPLIT: gl.constexpr = 1, TILED: gl.constexpr = False, AHEAD: gl.constexpr = 1):
+                 SPLIT: gl.constexpr = 1, TILED: gl.constexpr = False, AHEAD: gl.constexpr = 1,
+                 XAHEAD: gl.constexpr = False):
     """Gate and up rows [j·BN, +BN) of one expert block; silu(gate)·up into the
     intermediate cache, columns in activation order. ``x_ptr``: fp16 activations in
     activation order (mma_tiles.activation_order). ``SPLIT`` 2: each K step multiplied in
     two 64-wide halves (BK 128), ``_a_half``. ``AHEAD``: K steps of words in flight while
-    one is decoded (tile option ``mma_ahead``, mma_tiles.ahead)."""
+    one is decoded (tile option ``mma_ahead``, mma_tiles.ahead). ``XAHEAD``: the next K
+    step's activations in flight too (tile option ``mma_xahead``, _XSteps)."""
     gl.static_assert(AHEAD == 1 or AHEAD == 2, "one or two K steps of words in flight")
     gl.static_assert(SPLIT == 1 or BK == 128, "split K steps are the halves of one 128-wide window")
     A_DOT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
@@ -437,12 +492,13 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
     acc_u = gl.zeros([BN, BM], gl.float32, MMA)
     gwd, gsc = _load_group(gw, gs, 0, 0, FMT, TILED)
     uwd, usc = _load_group(uw, us, 0, 0, FMT, TILED)
+    xa, xh = _x_first(xp, BK, SPLIT, XAHEAD)
     if AHEAD == 2:
         kw, ks = _step_offsets(gl.minimum(BK, K - BK), FMT, TILED)
         gwd1, gsc1 = _load_group(gw, gs, kw, ks, FMT, TILED)
         uwd1, usc1 = _load_group(uw, us, kw, ks, FMT, TILED)
     for k0 in range(0, K, BK):
-        xb = _b_operand(xp + k0, B_DOT)
+        xb, xb2, xa, xh = _x_step(xp, k0, K, xa, xh, BK, SPLIT, XAHEAD, B_DOT)
         # the next step's words (AHEAD 2: the one after it) in flight while this one is
         # decoded (the last steps reload the last: no mask, no zero-fill)
         kw, ks = _step_offsets(gl.minimum(k0 + AHEAD * BK, K - BK), FMT, TILED)
@@ -454,7 +510,7 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
         else:
             acc_g = mma_v2(_a_half(gwd, gsc, 0, pt0, pt1, pt2, pt3, FMT, BN, A_DOT), xb, acc_g)
             acc_u = mma_v2(_a_half(uwd, usc, 0, pt0, pt1, pt2, pt3, FMT, BN, A_DOT), xb, acc_u)
-            xb = _b_operand(xp + k0 + BK // 2, B_DOT)
+            xb = _x_second(xp, k0, xb2, BK, XAHEAD, B_DOT)
             acc_g = mma_v2(_a_half(gwd, gsc, 1, pt0, pt1, pt2, pt3, FMT, BN, A_DOT), xb, acc_g)
             acc_u = mma_v2(_a_half(uwd, usc, 1, pt0, pt1, pt2, pt3, FMT, BN, A_DOT), xb, acc_u)
         if AHEAD == 2:
@@ -480,10 +536,11 @@ def mma2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr
                 pt0, pt1, pt2, pt3, P, topk, K, stride_we, stride_wn, stride_se, stride_sn,
                 FMT: gl.constexpr, HAS_S2: gl.constexpr, WEIGHT_ON_INPUT: gl.constexpr, PAIR_ROWS: gl.constexpr,
                 BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, MMA: gl.constexpr, LW: gl.constexpr,
-                XL: gl.constexpr, SPLIT: gl.constexpr = 1, TILED: gl.constexpr = False, AHEAD: gl.constexpr = 1):
+                XL: gl.constexpr, SPLIT: gl.constexpr = 1, TILED: gl.constexpr = False, AHEAD: gl.constexpr = 1,
+                XAHEAD: gl.constexpr = False):
     """Down rows [j·BN, +BN) of one expert block from the intermediate cache (K = the
     intermediate size, in activation order): each pair's row stored (PAIR_ROWS) or
-    added atomically into its token's row. ``AHEAD``: as in mma13_kernel."""
+    added atomically into its token's row. ``AHEAD``, ``XAHEAD``: as in mma13_kernel."""
     gl.static_assert(AHEAD == 1 or AHEAD == 2, "one or two K steps of words in flight")
     gl.static_assert(SPLIT == 1 or BK == 128, "split K steps are the halves of one 128-wide window")
     A_DOT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
@@ -499,18 +556,19 @@ def mma2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr
     wp, sp = _group_ptrs(w_ptr, s_ptr, e, j * BN, stride_we, stride_wn, stride_se, stride_sn, BN, BK, LW, FMT, TILED)
     acc = gl.zeros([BN, BM], gl.float32, MMA)
     wd, sc = _load_group(wp, sp, 0, 0, FMT, TILED)
+    ha, hh = _x_first(hp, BK, SPLIT, XAHEAD)
     if AHEAD == 2:
         kw, ks = _step_offsets(gl.minimum(BK, K - BK), FMT, TILED)
         wd1, sc1 = _load_group(wp, sp, kw, ks, FMT, TILED)
     for k0 in range(0, K, BK):
-        hb = _b_operand(hp + k0, B_DOT)
+        hb, hb2, ha, hh = _x_step(hp, k0, K, ha, hh, BK, SPLIT, XAHEAD, B_DOT)
         kw, ks = _step_offsets(gl.minimum(k0 + AHEAD * BK, K - BK), FMT, TILED)
         nwd, nsc = _load_group(wp, sp, kw, ks, FMT, TILED)
         if SPLIT == 1:
             acc = mma_v2(_a_operand(wd, sc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT), hb, acc)
         else:
             acc = mma_v2(_a_half(wd, sc, 0, pt0, pt1, pt2, pt3, FMT, BN, A_DOT), hb, acc)
-            hb = _b_operand(hp + k0 + BK // 2, B_DOT)
+            hb = _x_second(hp, k0, hb2, BK, XAHEAD, B_DOT)
             acc = mma_v2(_a_half(wd, sc, 1, pt0, pt1, pt2, pt3, FMT, BN, A_DOT), hb, acc)
         if AHEAD == 2:
             wd = wd1

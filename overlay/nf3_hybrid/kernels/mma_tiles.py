@@ -111,6 +111,20 @@ def ahead(cfg: dict) -> int:
     return n
 
 
+def xahead(cfg: dict) -> bool:
+    """Tile option ``mma_xahead`` (mma.sync kernels): 1 loads the next K step's activations
+    (the B operand) into registers while this step is multiplied, as the weights already
+    are, instead of when they are multiplied — a lane's 8 more registers; for kernels that
+    wait on the activations' L2 latency at each step. A clear error otherwise."""
+    n = int(cfg.get("mma_xahead", 0))
+    if n not in (0, 1):
+        raise ValueError(f"mma_xahead={n}: 0 or 1")
+    if n and cfg.get("wgmma"):
+        raise ValueError("mma_xahead=1: an mma.sync tile option (the wgmma kernels stage their activations "
+                         "asynchronously, wg_stages)")
+    return bool(n)
+
+
 def _tile(cfg: dict, key: str, size: int) -> int:
     bn = int(cfg.get(key, BN))
     if size % bn:
@@ -264,7 +278,7 @@ def _kernel_tiles(cfg: dict, size: int, gemm: str) -> tuple:
     if cfg.get("wgmma"):
         from . import wgmma_gluon
 
-        ahead(cfg)  # refuses mma_ahead here
+        ahead(cfg), xahead(cfg)  # refuse mma_ahead / mma_xahead here
         gu = gemm == "13" and wgmma_gu(cfg)
         bm, warps, bn, stages = wgmma_tile(cfg, 2 * size if gu else size)
         tail = wgmma_tail(cfg)
@@ -281,7 +295,8 @@ def _kernel_tiles(cfg: dict, size: int, gemm: str) -> tuple:
     bn, warps, split = _tile(cfg, f"mma_bn{gemm}", size), int(cfg.get("mma_warps", WARPS)), _split(cfg)
     mma, lw, xl = _layouts(bn, BK, warps, split)
     kernel = mma_gluon.mma13_kernel if gemm == "13" else mma_gluon.mma2_kernel
-    return kernel, bn, warps, dict(BM=cfg["BM"], BN=bn, BK=BK, MMA=mma, LW=lw, XL=xl, SPLIT=split, AHEAD=ahead(cfg))
+    return kernel, bn, warps, dict(BM=cfg["BM"], BN=bn, BK=BK, MMA=mma, LW=lw, XL=xl, SPLIT=split, AHEAD=ahead(cfg),
+                                     XAHEAD=xahead(cfg))
 
 
 def launch_w13(xp, w13, s13, s13_2, sorted_ids, block_expert, topk_weights, inter, num_pairs, topk, inter_size,
