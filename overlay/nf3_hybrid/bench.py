@@ -375,7 +375,11 @@ SWEEP = {
         # session 22: the next K step's activations loaded while this one is multiplied
         # (mma_xahead; the weights' words already are). compile_probe, Triton 3.6, tiled NF3
         # gate/up 96 -> 109 registers (five programs an SM -> four), loop 380 -> 393
-        # instructions; down 56 -> 72
+        # instructions; down 56 -> 72. H200 (bench_moe_h200_s22_xahead{1,2}_i*.json, two
+        # runs), µs at 1 / 8 / 16 / 64 tokens: I=512 82-95 / 154-161 / 224-225 / 433-438
+        # against 85-93 / 162-163 / 220-225 / 425-431; I=2048 144-145 / 436-440 / 727-736 /
+        # 1576-1586 against 150-154 / 436-440 / 717-721 / 1560-1568; split=1 and ahead=2 on
+        # top 2-9 % slower: no gain, so off
         dict(_SMALL_MMA, mma_xahead=1),
         dict(_SMALL_MMA, mma_split=1, mma_xahead=1),
         dict(_SMALL_MMA, mma_ahead=2, mma_xahead=1),

@@ -115,7 +115,9 @@ def xahead(cfg: dict) -> bool:
     """Tile option ``mma_xahead`` (mma.sync kernels): 1 loads the next K step's activations
     (the B operand) into registers while this step is multiplied, as the weights already
     are, instead of when they are multiplied — a lane's 8 more registers; for kernels that
-    wait on the activations' L2 latency at each step. A clear error otherwise."""
+    wait on the activations' L2 latency at each step. A clear error otherwise. Off by
+    default: on the H200 (session 22) the small class was no faster with it, within -5 / +2 %
+    of the built-in tiles at 8-64 tokens (bench.py's SWEEP has the numbers)."""
     n = int(cfg.get("mma_xahead", 0))
     if n not in (0, 1):
         raise ValueError(f"mma_xahead={n}: 0 or 1")
