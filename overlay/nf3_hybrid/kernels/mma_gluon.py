@@ -471,7 +471,7 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
     activation order (mma_tiles.activation_order). ``SPLIT`` 2: each K step multiplied in
     two 64-wide halves (BK 128), ``_a_half``. ``AHEAD``: K steps of words in flight while
     one is decoded (tile option ``mma_ahead``, mma_tiles.ahead). ``XAHEAD``: the next K
-    step's activations in flight too (tile option ``mma_xahead``, _XSteps)."""
+    step's activations in flight too (tile option ``mma_xahead``, _x_step)."""
     gl.static_assert(AHEAD == 1 or AHEAD == 2, "one or two K steps of words in flight")
     gl.static_assert(SPLIT == 1 or BK == 128, "split K steps are the halves of one 128-wide window")
     A_DOT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)

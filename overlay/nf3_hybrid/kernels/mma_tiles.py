@@ -280,7 +280,8 @@ def _kernel_tiles(cfg: dict, size: int, gemm: str) -> tuple:
     if cfg.get("wgmma"):
         from . import wgmma_gluon
 
-        ahead(cfg), xahead(cfg)  # refuse mma_ahead / mma_xahead here
+        ahead(cfg)  # refuses mma_ahead here
+        xahead(cfg)  # and mma_xahead
         gu = gemm == "13" and wgmma_gu(cfg)
         bm, warps, bn, stages = wgmma_tile(cfg, 2 * size if gu else size)
         tail = wgmma_tail(cfg)
