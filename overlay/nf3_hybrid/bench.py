@@ -383,6 +383,13 @@ SWEEP = {
         dict(_SMALL_MMA, mma_xahead=1),
         dict(_SMALL_MMA, mma_split=1, mma_xahead=1),
         dict(_SMALL_MMA, mma_ahead=2, mma_xahead=1),
+        # session 23: each lane loads its own B fragment (mma_xreg: the activations in their
+        # original order, no shared memory, no barrier, no ldmatrix). compile_probe, Triton
+        # 3.6, tiled NF3: gate/up 96 -> 90 registers, loop 380 -> 366 instructions, shared
+        # memory 2048 -> 0 bytes; down 56 registers, loop 208 -> 203
+        dict(_SMALL_MMA, mma_xreg=1),
+        dict(_SMALL_MMA, mma_split=1, mma_xreg=1),
+        dict(_SMALL_MMA, mma_ahead=2, mma_xreg=1),
     ],
     # session 9 (sweep_h200_s9.json, _s9b.json): the mid tiles with 16-token blocks, from the
     # GEMV's end to 256 tokens

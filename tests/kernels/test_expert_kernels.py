@@ -549,7 +549,8 @@ def _mma_settings_agree(monkeypatch, cls, m, on_input, seed, settings):
     the mma.sync kernels) once per tile-option setting (extra keys over the class's
     built-in tiles), the same layer and inputs each time: every setting gives the first
     one's bits, and the reference's result. The tile options this serves change registers,
-    loads or which program computes a row, never the products or their order."""
+    loads or which program computes a row, never the products or their order. Returns the
+    workspace and the input, for checks of what the last setting left there."""
     if DEV != "cuda":
         pytest.skip("the mma kernels need the GPU")
     from nf3_hybrid.backends import triton_tiers
@@ -566,6 +567,7 @@ def _mma_settings_agree(monkeypatch, cls, m, on_input, seed, settings):
     for extra, g in zip(settings[1:], got[1:]):
         assert torch.equal(g, got[0]), (cls, m, extra, rel(g, got[0]))
     assert rel(got[0], ref.forward(x, w, ids, weights_on_input=on_input)) < TOL
+    return ws, x
 
 
 @pytest.mark.gpu
@@ -619,6 +621,20 @@ def test_mma_activations_a_step_ahead_give_the_same_bits(monkeypatch, cls, m, sp
     multiplied) only loads earlier: the same bits as loading them when they are used."""
     _mma_settings_agree(monkeypatch, cls, m, on_input, 47,
                         [dict(mma_split=split), dict(mma_split=split, mma_xahead=1)])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cls,m", [("small", 5), ("small", 40), ("narrow", 300)])
+@pytest.mark.parametrize("split", [1, 2])
+@pytest.mark.parametrize("on_input", [False, True])
+def test_mma_register_loaded_activations_give_the_same_bits(monkeypatch, cls, m, split, on_input):
+    """Tile option ``mma_xreg`` (each lane loads its B fragment from the activations in
+    their original order, no shared memory; the intermediate in that order too) feeds the
+    same values to the same MMAs: the same bits as the built-in path — and the activations
+    it left in scratch are the input's fp16 copy, unpermuted (so the option did run)."""
+    ws, x = _mma_settings_agree(monkeypatch, cls, m, on_input, 53,
+                                [dict(mma_split=split), dict(mma_split=split, mma_xreg=1)])
+    assert torch.equal(ws.x_mma[:m, :x.shape[1]], x.to(torch.float16))
 
 
 @pytest.mark.gpu

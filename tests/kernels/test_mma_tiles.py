@@ -32,6 +32,45 @@ def test_activation_order_gives_each_lane_its_own_group():
     assert torch.equal(mma_tiles.p_position(order), torch.arange(k))
 
 
+@pytest.mark.parametrize("split,bm", [(1, 16), (1, 32), (2, 16), (2, 64)])
+def test_register_loaded_activations_reach_each_p_position_from_its_original_index(split, bm):
+    """Tile option ``mma_xreg``: ``original_order_layout`` re-indexes a B operand layout
+    from activation order p to the coordinates the kernel loads from — original index
+    128·nw + 32·t + r of a whole step, 32·t + 16·h + r of half h (``_xreg_ptrs``). Every
+    bit of p (the layout's bases are linear in them) must land on original index
+    ``activation_order(p)``, and the token bits must stay. The compile tests below prove
+    that ``_xreg_operand``'s reshape and permute undo exactly this map (assert_trivial)."""
+    if mma_tiles.gluon_missing():
+        pytest.skip(f"no Gluon in this Triton: {mma_tiles.gluon_missing()}")
+    from triton.experimental.gluon import language as gl
+
+    from nf3_hybrid.kernels import mma_gluon
+
+    bk = 256 if split == 1 else 64
+    kbits = [[1 << i, 0] for i in range(bk.bit_length() - 1)]
+    nbits = [[0, 1 << i] for i in range(bm.bit_length() - 1)]
+    # a layout whose registers are exactly the index bits (lanes and warps get the same map)
+    bl = gl.DistributedLinearLayout(reg_bases=kbits + nbits, lane_bases=[], warp_bases=[[0, 0]], block_bases=[],
+                                    shape=[bk, bm])
+    xo = mma_gluon.original_order_layout(bl, split)
+    assert list(xo.shape) == ([bk // 128, 4, 32, bm] if split == 1 else [4, 16, bm])
+    assert xo.warp_bases == [[0] * len(xo.shape)]  # a broadcast stays one
+    order = mma_tiles.activation_order(256)
+
+    def original(c, h=0):
+        return 128 * c[0] + 32 * c[1] + c[2] if split == 1 else 32 * c[0] + 16 * h + c[1]
+
+    for h in range(2 if split == 2 else 1):
+        for p in range(bk):
+            c = [0] * len(xo.shape)
+            for i, b in enumerate(xo.reg_bases[:len(kbits)]):
+                if p >> i & 1:
+                    c = [u ^ v for u, v in zip(c, b)]
+            assert c[-1] == 0 and original(c, h) == order[64 * h + p], (split, h, p, c)
+    for i, b in enumerate(xo.reg_bases[len(kbits):]):
+        assert b[-1] == 1 << i and not any(b[:-1])
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32, torch.float16])
 def test_the_activations_are_converted_and_permuted_by_one_kernel_into_the_copy_and_gather_bits(dtype):
     """kernels/mma_order.py: one pass gives what the fp16 copy and ``index_select`` by
@@ -77,7 +116,8 @@ def test_a_tier_reads_the_mma_order_activations_exactly_when_the_tiles_put_it_on
     assert not a.uses_mma(dict(mma=1, mma_kept=1))
     calls = []
     monkeypatch.setattr(ws, "fp16_activations", lambda x: calls.append("x16") or x)
-    monkeypatch.setattr(ws, "mma_activations", lambda x: calls.append("x_mma") or x)
+    monkeypatch.setattr(ws, "mma_activations",
+                        lambda x, original=False: calls.append("x_mma" + " original" * original) or x)
     monkeypatch.setattr(triton_tiers.TritonTier, "gemms", lambda self, *args, **kw: calls.append(
         (self.tier.fmt, kw["x16"] is not None, kw["x_mma"] is not None)))
     monkeypatch.setattr(triton_tiers.pair_sum, "launch", lambda *args, **kw: None)
@@ -85,7 +125,7 @@ def test_a_tier_reads_the_mma_order_activations_exactly_when_the_tiles_put_it_on
     ids = torch.tensor([[0, 2]] * 4, device=dev)
     maps = triton_tiers.stacked_maps([a, b])
     for cfg, want in ((dict(mma=1, x16=1), ["x16", "x_mma"]), (dict(mma=1, mma_kept=1, x16=1), ["x_mma"]),
-                      (dict(x16=1), ["x16"]), (dict(mma=1), ["x_mma"])):
+                      (dict(x16=1), ["x16"]), (dict(mma=1), ["x_mma"]), (dict(mma=1, mma_xreg=1), ["x_mma original"])):
         a.mma = "mma_kept" in cfg
         calls.clear()
         monkeypatch.setattr(triton_tiers, "layer_tiles", lambda c, tiers, cfg=cfg: dict(cfg, BM=16))
@@ -99,24 +139,34 @@ def test_shapes_outside_whole_windows_are_refused():
     assert mma_tiles.shape_fits(6144, 512) and not mma_tiles.shape_fits(2880, 512)
 
 
-@pytest.mark.parametrize("split,ahead,rows,xahead", [(1, 1, 64, 0), (2, 1, 64, 0), (2, 2, 64, 0), (2, 1, 32, 0),
-                                                    (2, 1, 16, 0), (2, 1, 128, 0), (2, 1, 64, 1)])
+@pytest.mark.parametrize("split,ahead,rows,xahead,xreg", [(1, 1, 64, 0, 0), (2, 1, 64, 0, 0), (2, 2, 64, 0, 0),
+                                                         (2, 1, 32, 0, 0), (2, 1, 16, 0, 0), (2, 1, 128, 0, 0),
+                                                         (2, 1, 64, 1, 0), (2, 1, 64, 0, 1), (1, 2, 32, 0, 1)])
 @pytest.mark.parametrize("fmt,tiled", [(0, 0), (1, 0), (0, 1)])
-def test_kernels_compile_for_sm90_with_register_only_operands(fmt, tiled, split, ahead, rows, xahead, tmp_path):
+def test_kernels_compile_for_sm90_with_register_only_operands(fmt, tiled, split, ahead, rows, xahead, xreg, tmp_path):
     """Both GEMMs, NF3 (nibble or tiled layout) and NVFP4, as the launcher instantiates
     them (``ahead``: tile option ``mma_ahead``; ``rows`` a program on rows / 16 warps:
-    ``mma_bn13`` / ``mma_bn2`` / ``mma_warps``; ``xahead``: ``mma_xahead``): ``convert_layout(..., assert_trivial=True)``
-    fails to compile if the decoded values would have to move between lanes to reach the A
-    operand."""
+    ``mma_bn13`` / ``mma_bn2`` / ``mma_warps``; ``xahead``: ``mma_xahead``; ``xreg``:
+    ``mma_xreg``): ``convert_layout(..., assert_trivial=True)`` fails to compile if the
+    decoded values would have to move between lanes to reach the A operand, or (``xreg``)
+    the loaded activations to reach the B operand — which then needs no shared memory,
+    no barrier and no ldmatrix, and comes in 16-byte loads: a lane's 16 (half step) or 32
+    consecutive activations of each token."""
     if mma_tiles.gluon_missing():
         pytest.skip(f"no Gluon in this Triton: {mma_tiles.gluon_missing()}")
     compile_probe(tmp_path, "--mma", "--cfg",
                   f"BM=16,fmt={fmt},split={split},tiled={tiled},ahead={ahead},BN={rows},warps={rows // 16},"
-                  f"xahead={xahead}")
+                  f"xahead={xahead},xreg={xreg}")
     for kernel in ("mma13_kernel", "mma2_kernel"):
         ptx = (tmp_path / f"{kernel}.ptx").read_text()
         assert "mma.sync.aligned.m16n8k16" in ptx and "cvt.rn.f16x2.e4m3x2" in ptx, kernel
         assert_vector_loads(ptx, fmt, tiled, kernel)
+        if xreg:
+            assert "ldmatrix" not in ptx and "bar.sync" not in ptx, kernel
+            # BM 16: two tokens a lane, its 32 activations of each a step in 8-value loads
+            # (NF3's only 16-byte loads; NVFP4's words come in them too)
+            loads = ptx.count("ld.global.v4.b32")
+            assert loads == 8 if fmt == 0 else loads > 8, (kernel, loads)
 
 
 def assert_vector_loads(ptx, fmt, tiled, kernel, tiles=2):
@@ -295,6 +345,20 @@ def test_activations_a_step_ahead_only_on_the_mma_sync_kernels():
         mma_tiles.xahead({"mma_xahead": 2})
     with pytest.raises(ValueError, match="mma_xahead=1: an mma.sync tile option"):
         mma_tiles._kernel_tiles({"BM": 16, "wgmma": 1, "mma_xahead": 1}, 512, "13")
+
+
+def test_register_loaded_activations_only_on_the_mma_sync_kernels_and_alone():
+    """``mma_xreg``: off unless asked for; a value other than 0 / 1, a wgmma tile (whose
+    activations go through shared memory) or ``mma_xahead`` with it is a clear error naming
+    the option — from run_chunk too, before any kernel runs."""
+    assert mma_tiles._kernel_tiles({"BM": 16}, 512, "2")[3]["XREG"] is False
+    assert mma_tiles._kernel_tiles({"BM": 16, "mma_xreg": 1}, 512, "13")[3]["XREG"] is True
+    with pytest.raises(ValueError, match="mma_xreg=2: 0 or 1"):
+        mma_tiles.xreg({"mma_xreg": 2})
+    with pytest.raises(ValueError, match="mma_xreg=1: an mma.sync tile option"):
+        mma_tiles._kernel_tiles({"BM": 16, "wgmma": 1, "mma_xreg": 1}, 512, "13")
+    with pytest.raises(ValueError, match="mma_xreg=1 with mma_xahead=1"):
+        mma_tiles._kernel_tiles({"BM": 16, "mma_xreg": 1, "mma_xahead": 1}, 512, "2")
 
 
 def test_large_batches_take_32_token_blocks_only_when_every_tier_runs_on_mma(monkeypatch):

@@ -14,7 +14,9 @@ Layouts (num_warps W, a row tile of BN weight rows, K steps of BK = 128·NW):
   exactly its 32 A-fragment values in that window. The join / permute / reshape below only rename registers:
   ``convert_layout(..., assert_trivial=True)`` makes the compiler prove it.
 - the B operand (activations, [BK, BM]) is loaded row-contiguous and converted through
-  shared memory (two 16-byte loads, two stores and eight ldmatrix per thread per step).
+  shared memory (two 16-byte loads, two stores and eight ldmatrix per thread per step);
+  under tile option ``mma_xreg`` each lane loads its own B fragment instead, from the
+  activations in their original order (``original_order_layout``, ``_xreg_operand``).
 - ``SPLIT`` 2 multiplies each 128-wide step in two 64-wide halves: a lane's first two code
   words hold its values of the window's first half (``_a_half``), so half the decoded
   weights and half the activations are live at a time, with the same products in the same
@@ -122,6 +124,31 @@ def untiled_layout(tl5):
 
 
 @gluon.constexpr_function
+def original_order_layout(bl, split):
+    """The B operand's layout ``bl`` (``gl.to_linear_layout`` of the MMA's B dot-operand
+    layout over [BK, BM], or [64, BM] for a half step with ``split`` 2), K re-indexed from
+    activation order p to the original order the activations come in (tile option
+    ``mma_xreg``): [NW, t, r, BM] for original index 128·nw + 32·t + r, or [t, r, BM] for
+    32·t + 16·h + r of half h. In window order p = 32·jh + 8·jl + 2·t + b holds original
+    32·t + 8·jh + 2·jl + b (mma_tiles.activation_order), so every basis moves bit for bit
+    and each lane's registers are its group's consecutive activations: vector loads."""
+    split = int(split)
+
+    def moved(b):
+        p, n = (int(x) for x in b)
+        t, bit, jl, jh = (p >> 1) & 3, p & 1, (p >> 3) & 3, (p >> 5) & 3
+        if split == 2:
+            return [t, 8 * (jh & 1) + 2 * jl + bit, n]
+        return [p >> 7, t, 8 * jh + 2 * jl + bit, n]
+
+    bk, bm = (int(x) for x in bl.shape)
+    shape = [4, 16, bm] if split == 2 else [bk // 128, 4, 32, bm]
+    return gl.DistributedLinearLayout(reg_bases=[moved(b) for b in bl.reg_bases],
+                                      lane_bases=[moved(b) for b in bl.lane_bases],
+                                      warp_bases=[moved(b) for b in bl.warp_bases], block_bases=[], shape=shape)
+
+
+@gluon.constexpr_function
 def _axis_slice(layout, dim):
     """The 1-D layout of dimension ``dim`` of ``layout`` (the others sliced off, last first)."""
     dim = int(dim)
@@ -135,6 +162,11 @@ def _axis_slice(layout, dim):
 @gluon.constexpr_function
 def _rank(layout):
     return len(layout.shape)
+
+
+@gluon.constexpr_function
+def _dim(layout, d):
+    return int(layout.shape[int(d)])
 
 
 @gluon.jit
@@ -328,8 +360,63 @@ def _vector_ptrs(base, e, row0, stride_e, stride_n, N: gl.constexpr, BN: gl.cons
 
 
 @gluon.jit
-def _b_operand(ptrs, B_DOT: gl.constexpr):
-    return gl.convert_layout(gl.load(ptrs), B_DOT)
+def _b_operand(ptrs, B_DOT: gl.constexpr, XREG: gl.constexpr = False, SPLIT: gl.constexpr = 1):
+    """One K step's (or half step's) activations as the B operand: loaded row-contiguous
+    and converted (through shared memory), or with ``XREG`` loaded in
+    ``original_order_layout`` and only renamed (``_xreg_operand``)."""
+    if XREG:
+        xb = _xreg_operand(gl.load(ptrs), SPLIT, B_DOT)
+    else:
+        xb = gl.convert_layout(gl.load(ptrs), B_DOT)
+    return xb
+
+
+# Tile option mma_xreg: each lane loads its B fragment itself. A lane's fragment of a
+# 128-wide window is, for each of its tokens, the 32 activations of its NF3 group t in the
+# original order (64 bytes: four 16-byte loads); every warp loads the whole tile (the
+# warps split the weight rows, not the tokens), from L1 after the first. No shared memory
+# and no barrier between the load and the MMA: session 20's ncu put 0.56-1.09 barrier
+# stalls per issued instruction on the mma.sync kernels' conversion through shared memory.
+# The activations, and the intermediate between the GEMMs, are then in the original order.
+@gluon.jit
+def _xreg_operand(v, SPLIT: gl.constexpr, B_DOT: gl.constexpr):
+    """A load in ``original_order_layout`` → the B operand in activation order (a reshape
+    and a permute of the index bits: the registers are only renamed, which
+    ``assert_trivial`` makes the compiler prove)."""
+    if SPLIT == 2:
+        BM: gl.constexpr = v.shape[2]
+        # [t, jh & 1, jl, b] → half position 32·(jh & 1) + 8·jl + 2·t + b
+        v = gl.permute(gl.reshape(v, [4, 2, 4, 2, BM]), [1, 2, 0, 3, 4])
+        v = gl.reshape(v, [64, BM])
+    else:
+        NW: gl.constexpr = v.shape[0]
+        BM: gl.constexpr = v.shape[3]
+        # [nw, t, jh, jl, b] → p = 128·nw + 32·jh + 8·jl + 2·t + b
+        v = gl.permute(gl.reshape(v, [NW, 4, 4, 4, 2, BM]), [0, 2, 3, 1, 4, 5])
+        v = gl.reshape(v, [NW * 128, BM])
+    return gl.convert_layout(v, B_DOT, assert_trivial=True)
+
+
+@gluon.jit
+def _xreg_ptrs(base, rows, stride, SPLIT: gl.constexpr, XO: gl.constexpr):
+    """Pointers in ``XO`` (``original_order_layout``) to the first K step's (or its first
+    half's) activations of rows ``rows`` (int64, along XO's last dimension); a half h is
+    16 further on."""
+    if SPLIT == 2:
+        offs = 32 * _index(4, 0, XO) + _index(16, 1, XO)
+    else:
+        offs = 128 * _index(_dim(XO, 0), 0, XO) + 32 * _index(4, 1, XO) + _index(32, 2, XO)
+    return base + rows * stride + offs
+
+
+@gluon.jit
+def _half_offset(BK: gl.constexpr, XREG: gl.constexpr):
+    """From a K step's first half of activations to its second (SPLIT 2)."""
+    if XREG:
+        r = 16
+    else:
+        r = BK // 2
+    return r
 
 
 # The B operand's K steps. Plain: each part of step k (the whole step, or its halves with
@@ -355,7 +442,8 @@ def _x_first(xp, BK: gl.constexpr, SPLIT: gl.constexpr, XAHEAD: gl.constexpr):
 
 
 @gluon.jit
-def _x_step(xp, k0, K, xa, xh, BK: gl.constexpr, SPLIT: gl.constexpr, XAHEAD: gl.constexpr, B_DOT: gl.constexpr):
+def _x_step(xp, k0, K, xa, xh, BK: gl.constexpr, SPLIT: gl.constexpr, XAHEAD: gl.constexpr, B_DOT: gl.constexpr,
+            XREG: gl.constexpr = False):
     """(step k0's first part as the B operand, its second part still in registers or 0,
     the carried registers for the next step)."""
     if XAHEAD:
@@ -370,18 +458,19 @@ def _x_step(xp, k0, K, xa, xh, BK: gl.constexpr, SPLIT: gl.constexpr, XAHEAD: gl
         xb = gl.convert_layout(cur_a, B_DOT)
         second = cur_h
     else:
-        xb = _b_operand(xp + k0, B_DOT)
+        xb = _b_operand(xp + k0, B_DOT, XREG, SPLIT)
         second = 0
     return xb, second, xa, xh
 
 
 @gluon.jit
-def _x_second(xp, k0, second, BK: gl.constexpr, XAHEAD: gl.constexpr, B_DOT: gl.constexpr):
+def _x_second(xp, k0, second, BK: gl.constexpr, XAHEAD: gl.constexpr, B_DOT: gl.constexpr,
+              XREG: gl.constexpr = False):
     """Step k0's second half (SPLIT 2) as the B operand."""
     if XAHEAD:
         xb = gl.convert_layout(second, B_DOT)
     else:
-        xb = _b_operand(xp + k0 + BK // 2, B_DOT)
+        xb = _b_operand(xp + k0 + _half_offset(BK, XREG), B_DOT, XREG, 2)
     return xb
 
 
@@ -394,11 +483,12 @@ def _p_position(col):
 
 @gluon.jit
 def _store13(acc_g, acc_u, e, slot0, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P, HAS_S2: gl.constexpr,
-             WEIGHT_ON_INPUT: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, MMA: gl.constexpr):
+             WEIGHT_ON_INPUT: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, MMA: gl.constexpr,
+             XREG: gl.constexpr = False):
     """The gate/up kernels' end (mma.sync and wgmma alike): accumulators [BN, BM] of gate
     and up rows j·BN.. of expert e's BM slots from ``slot0`` → silu(gate)·up, fp16, into
-    those slots of the intermediate cache, columns in activation order. ``MMA``: the
-    accumulators' layout."""
+    those slots of the intermediate cache, columns in activation order (``XREG``, tile
+    option ``mma_xreg``: in their own order). ``MMA``: the accumulators' layout."""
     slots = slot0 + gl.arange(0, BM, layout=gl.SliceLayout(0, MMA))
     if HAS_S2:
         acc_g = acc_g * gl.load(s2_ptr + e * 2)
@@ -409,7 +499,9 @@ def _store13(acc_g, acc_u, e, slot0, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, s
         acc_g = acc_g * rw
         acc_u = acc_u * rw
     h = acc_g / (1.0 + gl.exp(-acc_g)) * acc_u
-    cols = _p_position(j * BN + gl.arange(0, BN, layout=gl.SliceLayout(1, MMA)))
+    cols = j * BN + gl.arange(0, BN, layout=gl.SliceLayout(1, MMA))
+    if not XREG:
+        cols = _p_position(cols)
     gl.store(inter_ptr + gl.expand_dims(slots.to(gl.int64), 0) * stride_im + gl.expand_dims(cols, 1),
              h.to(gl.float16))
 
@@ -465,15 +557,18 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
                  FMT: gl.constexpr, HAS_S2: gl.constexpr, WEIGHT_ON_INPUT: gl.constexpr, BM: gl.constexpr,
                  BN: gl.constexpr, BK: gl.constexpr, MMA: gl.constexpr, LW: gl.constexpr, XL: gl.constexpr,
                  SPLIT: gl.constexpr = 1, TILED: gl.constexpr = False, AHEAD: gl.constexpr = 1,
-                 XAHEAD: gl.constexpr = False):
+                 XAHEAD: gl.constexpr = False, XREG: gl.constexpr = False):
     """Gate and up rows [j·BN, +BN) of one expert block; silu(gate)·up into the
     intermediate cache, columns in activation order. ``x_ptr``: fp16 activations in
     activation order (mma_tiles.activation_order). ``SPLIT`` 2: each K step multiplied in
     two 64-wide halves (BK 128), ``_a_half``. ``AHEAD``: K steps of words in flight while
     one is decoded (tile option ``mma_ahead``, mma_tiles.ahead). ``XAHEAD``: the next K
-    step's activations in flight too (tile option ``mma_xahead``, _x_step)."""
+    step's activations in flight too (tile option ``mma_xahead``, _x_step). ``XREG``: the
+    activations in their original order, straight into the B operand's registers (tile
+    option ``mma_xreg``, _xreg_operand), and the intermediate written in that order."""
     gl.static_assert(AHEAD == 1 or AHEAD == 2, "one or two K steps of words in flight")
     gl.static_assert(SPLIT == 1 or BK == 128, "split K steps are the halves of one 128-wide window")
+    gl.static_assert(not (XREG and XAHEAD), "mma_xreg loads each step's activations into the B operand itself")
     A_DOT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
     B_DOT: gl.constexpr = gl.DotOperandLayout(operand_index=1, parent=MMA, k_width=2)
     blk = gl.program_id(0)
@@ -481,10 +576,15 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
     e = gl.load(bexp_ptr + blk)
     if e < 0:
         return
-    pairs_x = gl.load(sorted_ptr + blk * BM + gl.arange(0, BM, layout=gl.SliceLayout(0, XL)))
-    tok_x = gl.where(pairs_x < P, pairs_x // topk, 0).to(gl.int64)
-    xp = (x_ptr + gl.expand_dims(tok_x, 0) * stride_xm
-          + gl.expand_dims(gl.arange(0, BK // SPLIT, layout=gl.SliceLayout(1, XL)), 1))
+    if XREG:
+        XO: gl.constexpr = original_order_layout(gl.to_linear_layout(B_DOT, [BK // SPLIT, BM]), SPLIT)
+        pairs_o = gl.load(sorted_ptr + blk * BM + _index(BM, _rank(XO) - 1, XO))
+        xp = _xreg_ptrs(x_ptr, gl.where(pairs_o < P, pairs_o // topk, 0).to(gl.int64), stride_xm, SPLIT, XO)
+    else:
+        pairs_x = gl.load(sorted_ptr + blk * BM + gl.arange(0, BM, layout=gl.SliceLayout(0, XL)))
+        tok_x = gl.where(pairs_x < P, pairs_x // topk, 0).to(gl.int64)
+        xp = (x_ptr + gl.expand_dims(tok_x, 0) * stride_xm
+              + gl.expand_dims(gl.arange(0, BK // SPLIT, layout=gl.SliceLayout(1, XL)), 1))
     gw, gs = _group_ptrs(w_ptr, s_ptr, e, j * BN, stride_we, stride_wn, stride_se, stride_sn, BN, BK, LW, FMT, TILED)
     uw = gw + I * stride_wn
     us = gs + I * stride_sn
@@ -498,7 +598,7 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
         gwd1, gsc1 = _load_group(gw, gs, kw, ks, FMT, TILED)
         uwd1, usc1 = _load_group(uw, us, kw, ks, FMT, TILED)
     for k0 in range(0, K, BK):
-        xb, xb2, xa, xh = _x_step(xp, k0, K, xa, xh, BK, SPLIT, XAHEAD, B_DOT)
+        xb, xb2, xa, xh = _x_step(xp, k0, K, xa, xh, BK, SPLIT, XAHEAD, B_DOT, XREG)
         # the next step's words (AHEAD 2: the one after it) in flight while this one is
         # decoded (the last steps reload the last: no mask, no zero-fill)
         kw, ks = _step_offsets(gl.minimum(k0 + AHEAD * BK, K - BK), FMT, TILED)
@@ -510,7 +610,7 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
         else:
             acc_g = mma_v2(_a_half(gwd, gsc, 0, pt0, pt1, pt2, pt3, FMT, BN, A_DOT), xb, acc_g)
             acc_u = mma_v2(_a_half(uwd, usc, 0, pt0, pt1, pt2, pt3, FMT, BN, A_DOT), xb, acc_u)
-            xb = _x_second(xp, k0, xb2, BK, XAHEAD, B_DOT)
+            xb = _x_second(xp, k0, xb2, BK, XAHEAD, B_DOT, XREG)
             acc_g = mma_v2(_a_half(gwd, gsc, 1, pt0, pt1, pt2, pt3, FMT, BN, A_DOT), xb, acc_g)
             acc_u = mma_v2(_a_half(uwd, usc, 1, pt0, pt1, pt2, pt3, FMT, BN, A_DOT), xb, acc_u)
         if AHEAD == 2:
@@ -528,7 +628,7 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
             uwd = nuw
             usc = nus
     _store13(acc_g, acc_u, e, blk * BM, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P, HAS_S2, WEIGHT_ON_INPUT,
-             BM, BN, MMA)
+             BM, BN, MMA, XREG)
 
 
 @gluon.jit(do_not_specialize=["P", "topk", "pt0", "pt1", "pt2", "pt3"])
@@ -537,12 +637,14 @@ def mma2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr
                 FMT: gl.constexpr, HAS_S2: gl.constexpr, WEIGHT_ON_INPUT: gl.constexpr, PAIR_ROWS: gl.constexpr,
                 BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, MMA: gl.constexpr, LW: gl.constexpr,
                 XL: gl.constexpr, SPLIT: gl.constexpr = 1, TILED: gl.constexpr = False, AHEAD: gl.constexpr = 1,
-                XAHEAD: gl.constexpr = False):
+                XAHEAD: gl.constexpr = False, XREG: gl.constexpr = False):
     """Down rows [j·BN, +BN) of one expert block from the intermediate cache (K = the
     intermediate size, in activation order): each pair's row stored (PAIR_ROWS) or
-    added atomically into its token's row. ``AHEAD``, ``XAHEAD``: as in mma13_kernel."""
+    added atomically into its token's row. ``AHEAD``, ``XAHEAD``, ``XREG`` (the intermediate
+    then in its own order): as in mma13_kernel."""
     gl.static_assert(AHEAD == 1 or AHEAD == 2, "one or two K steps of words in flight")
     gl.static_assert(SPLIT == 1 or BK == 128, "split K steps are the halves of one 128-wide window")
+    gl.static_assert(not (XREG and XAHEAD), "mma_xreg loads each step's activations into the B operand itself")
     A_DOT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
     B_DOT: gl.constexpr = gl.DotOperandLayout(operand_index=1, parent=MMA, k_width=2)
     blk = gl.program_id(0)
@@ -550,9 +652,13 @@ def mma2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr
     e = gl.load(bexp_ptr + blk)
     if e < 0:
         return
-    slots_x = (blk * BM + gl.arange(0, BM, layout=gl.SliceLayout(0, XL))).to(gl.int64)
-    hp = (inter_ptr + gl.expand_dims(slots_x, 0) * stride_im
-          + gl.expand_dims(gl.arange(0, BK // SPLIT, layout=gl.SliceLayout(1, XL)), 1))
+    if XREG:
+        XO: gl.constexpr = original_order_layout(gl.to_linear_layout(B_DOT, [BK // SPLIT, BM]), SPLIT)
+        hp = _xreg_ptrs(inter_ptr, (blk * BM + _index(BM, _rank(XO) - 1, XO)).to(gl.int64), stride_im, SPLIT, XO)
+    else:
+        slots_x = (blk * BM + gl.arange(0, BM, layout=gl.SliceLayout(0, XL))).to(gl.int64)
+        hp = (inter_ptr + gl.expand_dims(slots_x, 0) * stride_im
+              + gl.expand_dims(gl.arange(0, BK // SPLIT, layout=gl.SliceLayout(1, XL)), 1))
     wp, sp = _group_ptrs(w_ptr, s_ptr, e, j * BN, stride_we, stride_wn, stride_se, stride_sn, BN, BK, LW, FMT, TILED)
     acc = gl.zeros([BN, BM], gl.float32, MMA)
     wd, sc = _load_group(wp, sp, 0, 0, FMT, TILED)
@@ -561,14 +667,14 @@ def mma2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr
         kw, ks = _step_offsets(gl.minimum(BK, K - BK), FMT, TILED)
         wd1, sc1 = _load_group(wp, sp, kw, ks, FMT, TILED)
     for k0 in range(0, K, BK):
-        hb, hb2, ha, hh = _x_step(hp, k0, K, ha, hh, BK, SPLIT, XAHEAD, B_DOT)
+        hb, hb2, ha, hh = _x_step(hp, k0, K, ha, hh, BK, SPLIT, XAHEAD, B_DOT, XREG)
         kw, ks = _step_offsets(gl.minimum(k0 + AHEAD * BK, K - BK), FMT, TILED)
         nwd, nsc = _load_group(wp, sp, kw, ks, FMT, TILED)
         if SPLIT == 1:
             acc = mma_v2(_a_operand(wd, sc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT), hb, acc)
         else:
             acc = mma_v2(_a_half(wd, sc, 0, pt0, pt1, pt2, pt3, FMT, BN, A_DOT), hb, acc)
-            hb = _x_second(hp, k0, hb2, BK, XAHEAD, B_DOT)
+            hb = _x_second(hp, k0, hb2, BK, XAHEAD, B_DOT, XREG)
             acc = mma_v2(_a_half(wd, sc, 1, pt0, pt1, pt2, pt3, FMT, BN, A_DOT), hb, acc)
         if AHEAD == 2:
             wd = wd1

@@ -127,6 +127,27 @@ def xahead(cfg: dict) -> bool:
     return bool(n)
 
 
+def xreg(cfg: dict) -> bool:
+    """Tile option ``mma_xreg`` (mma.sync kernels): 1 has each lane load its own B fragment
+    — its NF3 group's activations, consecutive in the original order — straight into the
+    MMA's registers, instead of a row-contiguous load converted through shared memory
+    (a store, a barrier and ldmatrix each step: mma_gluon._xreg_operand says why). The
+    activations (``Workspace.mma_activations``) and the intermediate are then in the
+    original order. A clear error for values other than 0 / 1, with the wgmma kernels
+    (their activations are staged in shared memory for the warpgroup MMA) and with
+    ``mma_xahead`` (which carries the next step's row-contiguous load)."""
+    n = int(cfg.get("mma_xreg", 0))
+    if n not in (0, 1):
+        raise ValueError(f"mma_xreg={n}: 0 or 1")
+    if n and cfg.get("wgmma"):
+        raise ValueError("mma_xreg=1: an mma.sync tile option (the wgmma kernels read their activations from "
+                         "shared memory)")
+    if n and xahead(cfg):
+        raise ValueError("mma_xreg=1 with mma_xahead=1: choose one (mma_xreg loads each step's activations "
+                         "into the B operand itself)")
+    return bool(n)
+
+
 def _tile(cfg: dict, key: str, size: int) -> int:
     bn = int(cfg.get(key, BN))
     if size % bn:
@@ -282,6 +303,7 @@ def _kernel_tiles(cfg: dict, size: int, gemm: str) -> tuple:
 
         ahead(cfg)  # refuses mma_ahead here
         xahead(cfg)  # and mma_xahead
+        xreg(cfg)  # and mma_xreg
         gu = gemm == "13" and wgmma_gu(cfg)
         bm, warps, bn, stages = wgmma_tile(cfg, 2 * size if gu else size)
         tail = wgmma_tail(cfg)
@@ -299,15 +321,16 @@ def _kernel_tiles(cfg: dict, size: int, gemm: str) -> tuple:
     mma, lw, xl = _layouts(bn, BK, warps, split)
     kernel = mma_gluon.mma13_kernel if gemm == "13" else mma_gluon.mma2_kernel
     return kernel, bn, warps, dict(BM=cfg["BM"], BN=bn, BK=BK, MMA=mma, LW=lw, XL=xl, SPLIT=split, AHEAD=ahead(cfg),
-                                     XAHEAD=xahead(cfg))
+                                     XAHEAD=xahead(cfg), XREG=xreg(cfg))
 
 
 def launch_w13(xp, w13, s13, s13_2, sorted_ids, block_expert, topk_weights, inter, num_pairs, topk, inter_size,
                fmt, weight_on_input, cfg, words, tiled=False):
-    """``xp``: fp16 activations in activation order; ``w13``: the tier's packed codes [E,
+    """``xp``: fp16 activations in activation order (tile option ``mma_xreg``: in their
+    own); ``w13``: the tier's packed codes [E,
     2I, ·] bytes (NF3 in nibble layout — ``tiled``: with its scales in tiled layout,
     formats/nf3_tiled.py — or e2m1 with fmt 1 and its global scales ``s13_2`` [E, 2]);
-    ``inter``: fp16 [slots, ≥ I], written in activation order; ``words``: ``table_words``."""
+    ``inter``: fp16 [slots, ≥ I], written in the same order as ``xp``; ``words``: ``table_words``."""
     kernel, bn, warps, tiles = _kernel_tiles(cfg, inter_size, "13")
     w = w13.view(torch.int32)
     kernel[(block_expert.numel(), inter_size // bn)](
