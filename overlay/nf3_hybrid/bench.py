@@ -383,10 +383,14 @@ SWEEP = {
         dict(_SMALL_MMA, mma_xahead=1),
         dict(_SMALL_MMA, mma_split=1, mma_xahead=1),
         dict(_SMALL_MMA, mma_ahead=2, mma_xahead=1),
-        # session 23: each lane loads its own B fragment (mma_xreg: the activations in their
-        # original order, no shared memory, no barrier, no ldmatrix). compile_probe, Triton
-        # 3.6, tiled NF3: gate/up 96 -> 90 registers, loop 380 -> 366 instructions, shared
-        # memory 2048 -> 0 bytes; down 56 registers, loop 208 -> 203
+        # session 23: each lane loads its own B fragment (mma_xreg: no shared memory, no
+        # barrier, no ldmatrix). First with the activations in their original order (9402200:
+        # a lane's four 16-byte runs 64 bytes apart): compile_probe, Triton 3.6, tiled NF3
+        # gate/up 96 -> 90 registers, loop 380 -> 366 instructions; H200
+        # (bench_moe_h200_s23_xreg1_i*.json) µs at 1 / 8 / 16 / 64 tokens, I=512 100 / 187 /
+        # 271 / 501 against 94 / 162 / 223 / 428, I=2048 169 / 528 / 872 / 1876 against 143 /
+        # 444 / 720 / 1563: 15-20 % slower. Then in fragment order (the four lanes' runs side
+        # by side: 64 contiguous bytes of each token a load): gate/up 94 registers, loop 364
         dict(_SMALL_MMA, mma_xreg=1),
         dict(_SMALL_MMA, mma_split=1, mma_xreg=1),
         dict(_SMALL_MMA, mma_ahead=2, mma_xreg=1),

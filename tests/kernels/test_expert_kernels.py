@@ -629,12 +629,15 @@ def test_mma_activations_a_step_ahead_give_the_same_bits(monkeypatch, cls, m, sp
 @pytest.mark.parametrize("on_input", [False, True])
 def test_mma_register_loaded_activations_give_the_same_bits(monkeypatch, cls, m, split, on_input):
     """Tile option ``mma_xreg`` (each lane loads its B fragment from the activations in
-    their original order, no shared memory; the intermediate in that order too) feeds the
-    same values to the same MMAs: the same bits as the built-in path — and the activations
-    it left in scratch are the input's fp16 copy, unpermuted (so the option did run)."""
+    fragment order, no shared memory; the intermediate in that order too) feeds the same
+    values to the same MMAs: the same bits as the built-in path — and the activations it
+    left in scratch are in fragment order (so the option did run)."""
+    from nf3_hybrid.kernels import mma_tiles
+
     ws, x = _mma_settings_agree(monkeypatch, cls, m, on_input, 53,
                                 [dict(mma_split=split), dict(mma_split=split, mma_xreg=1)])
-    assert torch.equal(ws.x_mma[:m, :x.shape[1]], x.to(torch.float16))
+    k = x.shape[1]
+    assert torch.equal(ws.x_mma[:m, :k], x.to(torch.float16)[:, mma_tiles.fragment_order(k).to(x.device)])
 
 
 @pytest.mark.gpu

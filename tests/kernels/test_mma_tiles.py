@@ -32,14 +32,30 @@ def test_activation_order_gives_each_lane_its_own_group():
     assert torch.equal(mma_tiles.p_position(order), torch.arange(k))
 
 
+def test_fragment_order_puts_each_lanes_runs_side_by_side():
+    """Tile option ``mma_xreg``: ``fragment_order`` holds each NF3 group's 32 activations
+    (lane t's fragment values) as four runs of 8, run i of the window's four groups side by
+    side, and is its own inverse (the kernel's _q_position writes the intermediate with it)."""
+    k = 384
+    order = mma_tiles.fragment_order(k)
+    assert sorted(order.tolist()) == list(range(k))
+    assert torch.equal(order[order], torch.arange(k))
+    for q in range(k):
+        w, i, t, v = q // 128, (q % 128) // 32, (q % 32) // 8, q % 8
+        assert order[q] == 128 * w + 32 * t + 8 * i + v
+    with pytest.raises(ValueError, match="multiple of 128"):
+        mma_tiles.fragment_order(200)
+
+
 @pytest.mark.parametrize("split,bm", [(1, 16), (1, 32), (2, 16), (2, 64)])
-def test_register_loaded_activations_reach_each_p_position_from_its_original_index(split, bm):
-    """Tile option ``mma_xreg``: ``original_order_layout`` re-indexes a B operand layout
-    from activation order p to the coordinates the kernel loads from — original index
-    128·nw + 32·t + r of a whole step, 32·t + 16·h + r of half h (``_xreg_ptrs``). Every
-    bit of p (the layout's bases are linear in them) must land on original index
-    ``activation_order(p)``, and the token bits must stay. The compile tests below prove
-    that ``_xreg_operand``'s reshape and permute undo exactly this map (assert_trivial)."""
+def test_register_loaded_activations_reach_each_p_position_from_its_fragment_position(split, bm):
+    """Tile option ``mma_xreg``: ``fragment_order_layout`` re-indexes a B operand layout
+    from activation order p to the coordinates the kernel loads from — fragment position
+    128·nw + 32·i + 8·t + v of a whole step, 64·h + 32·i + 8·t + v of half h
+    (``_xreg_ptrs``). Every bit of p (the layout's bases are linear in them) must land on
+    a position holding the activation that ``activation_order`` puts at p, and the token
+    bits must stay. The compile tests below prove that ``_xreg_operand``'s reshape and
+    permute undo exactly this map (assert_trivial)."""
     if mma_tiles.gluon_missing():
         pytest.skip(f"no Gluon in this Triton: {mma_tiles.gluon_missing()}")
     from triton.experimental.gluon import language as gl
@@ -52,13 +68,13 @@ def test_register_loaded_activations_reach_each_p_position_from_its_original_ind
     # a layout whose registers are exactly the index bits (lanes and warps get the same map)
     bl = gl.DistributedLinearLayout(reg_bases=kbits + nbits, lane_bases=[], warp_bases=[[0, 0]], block_bases=[],
                                     shape=[bk, bm])
-    xo = mma_gluon.original_order_layout(bl, split)
-    assert list(xo.shape) == ([bk // 128, 4, 32, bm] if split == 1 else [4, 16, bm])
+    xo = mma_gluon.fragment_order_layout(bl, split)
+    assert list(xo.shape) == ([bk // 128, 4, 4, 8, bm] if split == 1 else [2, 4, 8, bm])
     assert xo.warp_bases == [[0] * len(xo.shape)]  # a broadcast stays one
-    order = mma_tiles.activation_order(256)
+    p_order, q_order = mma_tiles.activation_order(256), mma_tiles.fragment_order(256)
 
-    def original(c, h=0):
-        return 128 * c[0] + 32 * c[1] + c[2] if split == 1 else 32 * c[0] + 16 * h + c[1]
+    def position(c, h=0):
+        return 128 * c[0] + 32 * c[1] + 8 * c[2] + c[3] if split == 1 else 64 * h + 32 * c[0] + 8 * c[1] + c[2]
 
     for h in range(2 if split == 2 else 1):
         for p in range(bk):
@@ -66,7 +82,7 @@ def test_register_loaded_activations_reach_each_p_position_from_its_original_ind
             for i, b in enumerate(xo.reg_bases[:len(kbits)]):
                 if p >> i & 1:
                     c = [u ^ v for u, v in zip(c, b)]
-            assert c[-1] == 0 and original(c, h) == order[64 * h + p], (split, h, p, c)
+            assert c[-1] == 0 and q_order[position(c, h)] == p_order[64 * h + p], (split, h, p, c)
     for i, b in enumerate(xo.reg_bases[len(kbits):]):
         assert b[-1] == 1 << i and not any(b[:-1])
 
@@ -86,6 +102,10 @@ def test_the_activations_are_converted_and_permuted_by_one_kernel_into_the_copy_
     want = torch.index_select(x.to(torch.float16), 1, mma_tiles.activation_order(384).to(dev))
     assert torch.equal(out[:5, :384], want)
     assert (out[5:] == 7).all() and (out[:, 384:] == 7).all()
+    mma_order.launch(x, out, fragments=True)  # tile option mma_xreg
+    assert torch.equal(out[:5, :384], torch.index_select(x.to(torch.float16), 1, mma_tiles.fragment_order(384).to(dev)))
+    assert (out[5:] == 7).all() and (out[:, 384:] == 7).all()
+    mma_order.launch(x, out)
     with pytest.raises(ValueError, match="K=200"):
         mma_order.launch(x[:, :200], out)
     xt = x.t().contiguous().t()  # K-major
@@ -117,7 +137,7 @@ def test_a_tier_reads_the_mma_order_activations_exactly_when_the_tiles_put_it_on
     calls = []
     monkeypatch.setattr(ws, "fp16_activations", lambda x: calls.append("x16") or x)
     monkeypatch.setattr(ws, "mma_activations",
-                        lambda x, original=False: calls.append("x_mma" + " original" * original) or x)
+                        lambda x, fragments=False: calls.append("x_mma" + " fragments" * fragments) or x)
     monkeypatch.setattr(triton_tiers.TritonTier, "gemms", lambda self, *args, **kw: calls.append(
         (self.tier.fmt, kw["x16"] is not None, kw["x_mma"] is not None)))
     monkeypatch.setattr(triton_tiers.pair_sum, "launch", lambda *args, **kw: None)
@@ -125,7 +145,7 @@ def test_a_tier_reads_the_mma_order_activations_exactly_when_the_tiles_put_it_on
     ids = torch.tensor([[0, 2]] * 4, device=dev)
     maps = triton_tiers.stacked_maps([a, b])
     for cfg, want in ((dict(mma=1, x16=1), ["x16", "x_mma"]), (dict(mma=1, mma_kept=1, x16=1), ["x_mma"]),
-                      (dict(x16=1), ["x16"]), (dict(mma=1), ["x_mma"]), (dict(mma=1, mma_xreg=1), ["x_mma original"])):
+                      (dict(x16=1), ["x16"]), (dict(mma=1), ["x_mma"]), (dict(mma=1, mma_xreg=1), ["x_mma fragments"])):
         a.mma = "mma_kept" in cfg
         calls.clear()
         monkeypatch.setattr(triton_tiers, "layer_tiles", lambda c, tiers, cfg=cfg: dict(cfg, BM=16))
@@ -163,7 +183,7 @@ def test_kernels_compile_for_sm90_with_register_only_operands(fmt, tiled, split,
         assert_vector_loads(ptx, fmt, tiled, kernel)
         if xreg:
             assert "ldmatrix" not in ptx and "bar.sync" not in ptx, kernel
-            # BM 16: two tokens a lane, its 32 activations of each a step in 8-value loads
+            # BM 16: two tokens a lane, its 32 activations of each a step in 8-value runs
             # (NF3's only 16-byte loads; NVFP4's words come in them too)
             loads = ptx.count("ld.global.v4.b32")
             assert loads == 8 if fmt == 0 else loads > 8, (kernel, loads)

@@ -398,19 +398,16 @@ class Workspace:
         out.copy_(x)
         return out
 
-    def mma_activations(self, x: torch.Tensor, original: bool = False) -> torch.Tensor:
+    def mma_activations(self, x: torch.Tensor, fragments: bool = False) -> torch.Tensor:
         """The chunk's activations in fp16 and the mma kernels' order
-        (kernels/mma_tiles.py), converted and permuted by one kernel (kernels/mma_order.py
-        says why) — ``original`` (tile option ``mma_xreg``): converted only, in their own
-        order — into scratch made on first use (in LayerExecutor.warmup, before any CUDA
-        graph is captured, like ``x16``)."""
+        (kernels/mma_tiles.py; ``fragments``, tile option ``mma_xreg``: fragment order),
+        converted and permuted by one kernel (kernels/mma_order.py says why) into scratch
+        made on first use (in LayerExecutor.warmup, before any CUDA graph is captured,
+        like ``x16``)."""
         if self.x_mma is None:
             self.x_mma = torch.empty((self.chunk, self.hidden), dtype=torch.float16, device=self.device)
         out = self.x_mma[: x.shape[0], : x.shape[1]]
-        if original:
-            out.copy_(x)
-        else:
-            mma_order.launch(x, out)
+        mma_order.launch(x, out, fragments=fragments)
         return out
 
     def table(self, name: str, values, dtype=torch.float16) -> torch.Tensor:
@@ -545,8 +542,8 @@ class TritonTier(TierBackend):
         """``x16``: the activations already in fp16 (tile option ``x16``), read instead of
         ``x`` by the tiers whose dot operands are fp16 (all but MXFP4). ``region``: which
         tier's part of the intermediate cache (tiers running concurrently). ``x_mma``: the
-        fp16 activations in the mma kernels' order (tile option ``mma``; in their own
-        order under ``mma_xreg``), for a tier that runs on them (``self.mma``)."""
+        fp16 activations in the mma kernels' order (tile option ``mma``; in
+        fragment order under ``mma_xreg``), for a tier that runs on them (``self.mma``)."""
         t = self.tier
         if t.num_experts == 0:
             return
@@ -674,7 +671,7 @@ def run_chunk(tiers, maps, x, topk_weights, topk_ids, weights_on_input, *, resul
     x16 = None
     if cfg.get("x16") and any(not mma and t.fmt != expert_mlp.FMT_MXFP4 for t, mma in zip(tiers, on_mma)):
         x16 = ws.fp16_activations(x)
-    x_mma = ws.mma_activations(x, original=mma_tiles.xreg(cfg)) if any(on_mma) else None
+    x_mma = ws.mma_activations(x, fragments=mma_tiles.xreg(cfg)) if any(on_mma) else None
     if marks is not None:
         marks[0].record()
     align.launch(ids, maps[0], maps[1], sorted_ids, block_expert, ws.cursor[:t_n], ws.starts[:t_n],

@@ -16,7 +16,7 @@ Layouts (num_warps W, a row tile of BN weight rows, K steps of BK = 128·NW):
 - the B operand (activations, [BK, BM]) is loaded row-contiguous and converted through
   shared memory (two 16-byte loads, two stores and eight ldmatrix per thread per step);
   under tile option ``mma_xreg`` each lane loads its own B fragment instead, from the
-  activations in their original order (``original_order_layout``, ``_xreg_operand``).
+  activations in fragment order (``fragment_order_layout``, ``_xreg_operand``).
 - ``SPLIT`` 2 multiplies each 128-wide step in two 64-wide halves: a lane's first two code
   words hold its values of the window's first half (``_a_half``), so half the decoded
   weights and half the activations are live at a time, with the same products in the same
@@ -124,25 +124,27 @@ def untiled_layout(tl5):
 
 
 @gluon.constexpr_function
-def original_order_layout(bl, split):
+def fragment_order_layout(bl, split):
     """The B operand's layout ``bl`` (``gl.to_linear_layout`` of the MMA's B dot-operand
     layout over [BK, BM], or [64, BM] for a half step with ``split`` 2), K re-indexed from
-    activation order p to the original order the activations come in (tile option
-    ``mma_xreg``): [NW, t, r, BM] for original index 128·nw + 32·t + r, or [t, r, BM] for
-    32·t + 16·h + r of half h. In window order p = 32·jh + 8·jl + 2·t + b holds original
-    32·t + 8·jh + 2·jl + b (mma_tiles.activation_order), so every basis moves bit for bit
-    and each lane's registers are its group's consecutive activations: vector loads."""
+    activation order p to fragment order q (tile option ``mma_xreg``,
+    mma_tiles.fragment_order): [NW, i, t, v, BM] for q = 128·nw + 32·i + 8·t + v, or
+    [i & 1, t, v, BM] for q = 64·h + 32·(i & 1) + 8·t + v of half h. Window position
+    p = 32·jh + 8·jl + 2·t + b holds original 32·t + 8·jh + 2·jl + b
+    (mma_tiles.activation_order), which fragment order puts at q = 32·jh + 8·t + 2·jl + b:
+    every basis moves bit for bit, each lane's registers are runs of 8 activations (one
+    16-byte load: v), and the four lanes of a fragment row load adjacent runs."""
     split = int(split)
 
     def moved(b):
         p, n = (int(x) for x in b)
         t, bit, jl, jh = (p >> 1) & 3, p & 1, (p >> 3) & 3, (p >> 5) & 3
         if split == 2:
-            return [t, 8 * (jh & 1) + 2 * jl + bit, n]
-        return [p >> 7, t, 8 * jh + 2 * jl + bit, n]
+            return [jh & 1, t, 2 * jl + bit, n]
+        return [p >> 7, jh, t, 2 * jl + bit, n]
 
     bk, bm = (int(x) for x in bl.shape)
-    shape = [4, 16, bm] if split == 2 else [bk // 128, 4, 32, bm]
+    shape = [2, 4, 8, bm] if split == 2 else [bk // 128, 4, 4, 8, bm]
     return gl.DistributedLinearLayout(reg_bases=[moved(b) for b in bl.reg_bases],
                                       lane_bases=[moved(b) for b in bl.lane_bases],
                                       warp_bases=[moved(b) for b in bl.warp_bases], block_bases=[], shape=shape)
@@ -363,7 +365,7 @@ def _vector_ptrs(base, e, row0, stride_e, stride_n, N: gl.constexpr, BN: gl.cons
 def _b_operand(ptrs, B_DOT: gl.constexpr, XREG: gl.constexpr = False, SPLIT: gl.constexpr = 1):
     """One K step's (or half step's) activations as the B operand: loaded row-contiguous
     and converted (through shared memory), or with ``XREG`` loaded in
-    ``original_order_layout`` and only renamed (``_xreg_operand``)."""
+    ``fragment_order_layout`` and only renamed (``_xreg_operand``)."""
     if XREG:
         xb = _xreg_operand(gl.load(ptrs), SPLIT, B_DOT)
     else:
@@ -372,40 +374,43 @@ def _b_operand(ptrs, B_DOT: gl.constexpr, XREG: gl.constexpr = False, SPLIT: gl.
 
 
 # Tile option mma_xreg: each lane loads its B fragment itself. A lane's fragment of a
-# 128-wide window is, for each of its tokens, the 32 activations of its NF3 group t in the
-# original order (64 bytes: four 16-byte loads); every warp loads the whole tile (the
-# warps split the weight rows, not the tokens), from L1 after the first. No shared memory
-# and no barrier between the load and the MMA: session 20's ncu put 0.56-1.09 barrier
-# stalls per issued instruction on the mma.sync kernels' conversion through shared memory.
-# The activations, and the intermediate between the GEMMs, are then in the original order.
+# 128-wide window is, for each of its tokens, the 32 activations of its NF3 group t; in
+# fragment order (mma_tiles.fragment_order) they are four runs of 8 (four 16-byte loads),
+# run i of the four lanes t side by side, so each load of a warp reads 64 contiguous bytes
+# of each of its 8 tokens (in the original order the lanes' runs were 64 bytes apart: on
+# the H200 that was 15-20 % slower than the built-in path, session 23). Every warp loads
+# the whole tile (the warps split the weight rows, not the tokens), from L1 after the
+# first. No shared memory and no barrier between the load and the MMA: session 20's ncu
+# put 0.56-1.09 barrier stalls per issued instruction on the mma.sync kernels' conversion
+# through shared memory. The intermediate between the GEMMs is in fragment order too.
 @gluon.jit
 def _xreg_operand(v, SPLIT: gl.constexpr, B_DOT: gl.constexpr):
-    """A load in ``original_order_layout`` → the B operand in activation order (a reshape
+    """A load in ``fragment_order_layout`` → the B operand in activation order (a reshape
     and a permute of the index bits: the registers are only renamed, which
     ``assert_trivial`` makes the compiler prove)."""
     if SPLIT == 2:
-        BM: gl.constexpr = v.shape[2]
-        # [t, jh & 1, jl, b] → half position 32·(jh & 1) + 8·jl + 2·t + b
-        v = gl.permute(gl.reshape(v, [4, 2, 4, 2, BM]), [1, 2, 0, 3, 4])
+        BM: gl.constexpr = v.shape[3]
+        # [i & 1, t, jl, b] → half position 32·(i & 1) + 8·jl + 2·t + b
+        v = gl.permute(gl.reshape(v, [2, 4, 4, 2, BM]), [0, 2, 1, 3, 4])
         v = gl.reshape(v, [64, BM])
     else:
         NW: gl.constexpr = v.shape[0]
-        BM: gl.constexpr = v.shape[3]
-        # [nw, t, jh, jl, b] → p = 128·nw + 32·jh + 8·jl + 2·t + b
-        v = gl.permute(gl.reshape(v, [NW, 4, 4, 4, 2, BM]), [0, 2, 3, 1, 4, 5])
+        BM: gl.constexpr = v.shape[4]
+        # [nw, i, t, jl, b] → p = 128·nw + 32·i + 8·jl + 2·t + b
+        v = gl.permute(gl.reshape(v, [NW, 4, 4, 4, 2, BM]), [0, 1, 3, 2, 4, 5])
         v = gl.reshape(v, [NW * 128, BM])
     return gl.convert_layout(v, B_DOT, assert_trivial=True)
 
 
 @gluon.jit
 def _xreg_ptrs(base, rows, stride, SPLIT: gl.constexpr, XO: gl.constexpr):
-    """Pointers in ``XO`` (``original_order_layout``) to the first K step's (or its first
+    """Pointers in ``XO`` (``fragment_order_layout``) to the first K step's (or its first
     half's) activations of rows ``rows`` (int64, along XO's last dimension); a half h is
-    16 further on."""
+    64 further on."""
     if SPLIT == 2:
-        offs = 32 * _index(4, 0, XO) + _index(16, 1, XO)
+        offs = 32 * _index(2, 0, XO) + 8 * _index(4, 1, XO) + _index(8, 2, XO)
     else:
-        offs = 128 * _index(_dim(XO, 0), 0, XO) + 32 * _index(4, 1, XO) + _index(32, 2, XO)
+        offs = 128 * _index(_dim(XO, 0), 0, XO) + 32 * _index(4, 1, XO) + 8 * _index(4, 2, XO) + _index(8, 3, XO)
     return base + rows * stride + offs
 
 
@@ -413,7 +418,7 @@ def _xreg_ptrs(base, rows, stride, SPLIT: gl.constexpr, XO: gl.constexpr):
 def _half_offset(BK: gl.constexpr, XREG: gl.constexpr):
     """From a K step's first half of activations to its second (SPLIT 2)."""
     if XREG:
-        r = 16
+        r = 64  # fragment order: the lanes' runs 2 and 3
     else:
         r = BK // 2
     return r
@@ -482,13 +487,21 @@ def _p_position(col):
 
 
 @gluon.jit
+def _q_position(col):
+    """Where intermediate column ``col`` goes in fragment order (mma_tiles.fragment_order:
+    its own inverse)."""
+    r = col % 128
+    return col - r + 32 * ((r // 8) % 4) + 8 * (r // 32) + r % 8
+
+
+@gluon.jit
 def _store13(acc_g, acc_u, e, slot0, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P, HAS_S2: gl.constexpr,
              WEIGHT_ON_INPUT: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr, MMA: gl.constexpr,
              XREG: gl.constexpr = False):
     """The gate/up kernels' end (mma.sync and wgmma alike): accumulators [BN, BM] of gate
     and up rows j·BN.. of expert e's BM slots from ``slot0`` → silu(gate)·up, fp16, into
     those slots of the intermediate cache, columns in activation order (``XREG``, tile
-    option ``mma_xreg``: in their own order). ``MMA``: the accumulators' layout."""
+    option ``mma_xreg``: in fragment order). ``MMA``: the accumulators' layout."""
     slots = slot0 + gl.arange(0, BM, layout=gl.SliceLayout(0, MMA))
     if HAS_S2:
         acc_g = acc_g * gl.load(s2_ptr + e * 2)
@@ -500,7 +513,9 @@ def _store13(acc_g, acc_u, e, slot0, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, s
         acc_u = acc_u * rw
     h = acc_g / (1.0 + gl.exp(-acc_g)) * acc_u
     cols = j * BN + gl.arange(0, BN, layout=gl.SliceLayout(1, MMA))
-    if not XREG:
+    if XREG:
+        cols = _q_position(cols)
+    else:
         cols = _p_position(cols)
     gl.store(inter_ptr + gl.expand_dims(slots.to(gl.int64), 0) * stride_im + gl.expand_dims(cols, 1),
              h.to(gl.float16))
@@ -564,8 +579,8 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
     two 64-wide halves (BK 128), ``_a_half``. ``AHEAD``: K steps of words in flight while
     one is decoded (tile option ``mma_ahead``, mma_tiles.ahead). ``XAHEAD``: the next K
     step's activations in flight too (tile option ``mma_xahead``, _x_step). ``XREG``: the
-    activations in their original order, straight into the B operand's registers (tile
-    option ``mma_xreg``, _xreg_operand), and the intermediate written in that order."""
+    activations in fragment order, straight into the B operand's registers (tile option
+    ``mma_xreg``, _xreg_operand), and the intermediate written in that order."""
     gl.static_assert(AHEAD == 1 or AHEAD == 2, "one or two K steps of words in flight")
     gl.static_assert(SPLIT == 1 or BK == 128, "split K steps are the halves of one 128-wide window")
     gl.static_assert(not (XREG and XAHEAD), "mma_xreg loads each step's activations into the B operand itself")
@@ -577,7 +592,7 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
     if e < 0:
         return
     if XREG:
-        XO: gl.constexpr = original_order_layout(gl.to_linear_layout(B_DOT, [BK // SPLIT, BM]), SPLIT)
+        XO: gl.constexpr = fragment_order_layout(gl.to_linear_layout(B_DOT, [BK // SPLIT, BM]), SPLIT)
         pairs_o = gl.load(sorted_ptr + blk * BM + _index(BM, _rank(XO) - 1, XO))
         xp = _xreg_ptrs(x_ptr, gl.where(pairs_o < P, pairs_o // topk, 0).to(gl.int64), stride_xm, SPLIT, XO)
     else:
@@ -641,7 +656,7 @@ def mma2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr
     """Down rows [j·BN, +BN) of one expert block from the intermediate cache (K = the
     intermediate size, in activation order): each pair's row stored (PAIR_ROWS) or
     added atomically into its token's row. ``AHEAD``, ``XAHEAD``, ``XREG`` (the intermediate
-    then in its own order): as in mma13_kernel."""
+    then in fragment order): as in mma13_kernel."""
     gl.static_assert(AHEAD == 1 or AHEAD == 2, "one or two K steps of words in flight")
     gl.static_assert(SPLIT == 1 or BK == 128, "split K steps are the halves of one 128-wide window")
     gl.static_assert(not (XREG and XAHEAD), "mma_xreg loads each step's activations into the B operand itself")
@@ -653,7 +668,7 @@ def mma2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr
     if e < 0:
         return
     if XREG:
-        XO: gl.constexpr = original_order_layout(gl.to_linear_layout(B_DOT, [BK // SPLIT, BM]), SPLIT)
+        XO: gl.constexpr = fragment_order_layout(gl.to_linear_layout(B_DOT, [BK // SPLIT, BM]), SPLIT)
         hp = _xreg_ptrs(inter_ptr, (blk * BM + _index(BM, _rank(XO) - 1, XO)).to(gl.int64), stride_im, SPLIT, XO)
     else:
         slots_x = (blk * BM + gl.arange(0, BM, layout=gl.SliceLayout(0, XL))).to(gl.int64)

@@ -72,6 +72,18 @@ def activation_order(k: int) -> torch.Tensor:
     return p - r + 32 * t + 8 * (jj // 4) + 2 * (jj % 4) + b
 
 
+def fragment_order(k: int) -> torch.Tensor:
+    """Tile option ``mma_xreg``: for each position q of the activations in fragment order,
+    the original index — in window w, q = 128w + 32i + 8t + v holds activation
+    128w + 32t + 8i + v: run i of 8 of lane t's NF3 group t, the four lanes' runs side by
+    side (mma_gluon.fragment_order_layout). Its own inverse (the kernel's _q_position)."""
+    if k % WINDOW:
+        raise ValueError(f"NF3 mma path: K={k} is not a multiple of {WINDOW}")
+    q = torch.arange(k)
+    r = q % WINDOW
+    return q - r + 32 * ((r // 8) % 4) + 8 * (r // 32) + r % 8
+
+
 def p_position(c: torch.Tensor) -> torch.Tensor:
     """Inverse of ``activation_order``: the permuted position of original index c (the
     kernel's _p_position, for tests)."""
@@ -129,11 +141,11 @@ def xahead(cfg: dict) -> bool:
 
 def xreg(cfg: dict) -> bool:
     """Tile option ``mma_xreg`` (mma.sync kernels): 1 has each lane load its own B fragment
-    — its NF3 group's activations, consecutive in the original order — straight into the
-    MMA's registers, instead of a row-contiguous load converted through shared memory
+    — its NF3 group's activations, four runs of 8 in ``fragment_order`` — straight into
+    the MMA's registers, instead of a row-contiguous load converted through shared memory
     (a store, a barrier and ldmatrix each step: mma_gluon._xreg_operand says why). The
-    activations (``Workspace.mma_activations``) and the intermediate are then in the
-    original order. A clear error for values other than 0 / 1, with the wgmma kernels
+    activations (``Workspace.mma_activations``) and the intermediate are then in fragment
+    order. A clear error for values other than 0 / 1, with the wgmma kernels
     (their activations are staged in shared memory for the warpgroup MMA) and with
     ``mma_xahead`` (which carries the next step's row-contiguous load)."""
     n = int(cfg.get("mma_xreg", 0))
@@ -326,8 +338,8 @@ def _kernel_tiles(cfg: dict, size: int, gemm: str) -> tuple:
 
 def launch_w13(xp, w13, s13, s13_2, sorted_ids, block_expert, topk_weights, inter, num_pairs, topk, inter_size,
                fmt, weight_on_input, cfg, words, tiled=False):
-    """``xp``: fp16 activations in activation order (tile option ``mma_xreg``: in their
-    own); ``w13``: the tier's packed codes [E,
+    """``xp``: fp16 activations in activation order (tile option ``mma_xreg``: in
+    ``fragment_order``); ``w13``: the tier's packed codes [E,
     2I, ·] bytes (NF3 in nibble layout — ``tiled``: with its scales in tiled layout,
     formats/nf3_tiled.py — or e2m1 with fmt 1 and its global scales ``s13_2`` [E, 2]);
     ``inter``: fp16 [slots, ≥ I], written in the same order as ``xp``; ``words``: ``table_words``."""
