@@ -7,7 +7,7 @@ Usage: python3 bench/compile_probe.py [--arch 90] [--cfg BN13=4,BK13=512,...] [-
        (add fmt=1 for an NVFP4 tier's kernels, with magic=1 or 2, or ptx4=1)
        python3 bench/compile_probe.py --mma [--cfg BM=64,fmt=1] (the Gluon mma kernels of
        kernels/mma_gluon.py, as mma_tiles launches them, ahead=2 their mma_ahead, xahead=1 mma_xahead,
-       xreg=1 mma_xreg; wgmma=1,BM=128 the
+       xreg=1 mma_xreg, splitk=2 mma_splitk; wgmma=1,BM=128 the
        wgmma kernels)
        (tiled=1 anywhere: an NF3 tier in tiled layout, formats/nf3_tiled.py)
 Another Triton than the venv's (the H200 host has 3.6, the pinned stack 3.8; their code
@@ -49,7 +49,7 @@ def signature(kernel, consts, x_type="*bf16", w_type="*i32"):
             sig[name] = {"xa_ptr": "*i32", "xb_ptr": "*i32",
                          "h_ptr": "*i32" if kernel.__name__ == "_gemv2_kernel" else "*fp16", "ids_ptr": "*i32", "tw_ptr": "*fp32",
                          "y_ptr": "*fp32", "x_ptr": x_type, "w_ptr": w_type, "s_ptr": "*u8", "s2_ptr": "*fp32",
-                         "sorted_ptr": "*i32", "bexp_ptr": "*i32", "inter_ptr": "*fp16", "out_ptr": "*fp32",
+                         "sorted_ptr": "*i32", "bexp_ptr": "*i32", "inter_ptr": "*fp16", "out_ptr": "*fp32", "part_ptr": "*fp32",
                          "val_tab_ptr": "*fp16", "scale_tab_ptr": "*fp16"}[name]
         elif name[:2] in ("a_", "b_") and tail in TYPES:
             sig[name] = TYPES[tail]
@@ -97,6 +97,8 @@ def probe(kernel, consts, arch, warps, dump=None, stages=None, x_type="*bf16", m
     """``w_type``: the packed weights' pointer type (int32 words: NF3, or e2m1 decoded in
     registers; bytes otherwise); ``gluon``: a Gluon kernel."""
     sig = signature(kernel, consts, x_type, w_type)
+    if consts.get("SPLITK", 1) > 1 and "x_ptr" in sig:
+        sig["inter_ptr"] = "*fp32"  # the gate/up kernel's partial sums (mma_splitk)
     if gluon:
         from triton.experimental.gluon._runtime import GluonASTSource as source
     else:
@@ -183,8 +185,15 @@ def mma(a):
     base = dict(FMT=cfg["fmt"], HAS_S2=cfg["fmt"] == 1, WEIGHT_ON_INPUT=False, BM=cfg["BM"], BN=cfg["BN"],
                 BK=mma_tiles.BK, MMA=lay, LW=lw, XL=xl, SPLIT=cfg["split"], TILED=bool(cfg.get("tiled")),
                 AHEAD=cfg.get("ahead", 1), XAHEAD=bool(cfg.get("xahead", 0)), XREG=bool(cfg.get("xreg", 0)))
-    for kernel, extra in ((mma_gluon.mma13_kernel, {}), (mma_gluon.mma2_kernel, dict(PAIR_ROWS=True))):
-        r = probe(kernel, dict(base, **extra), a.arch, cfg["warps"], a.dump, x_type="*fp16", gluon=True,
+    parts = int(cfg.get("splitk", 1))
+    kernels = [(mma_gluon.mma13_kernel, dict(SPLITK=parts)), (mma_gluon.mma2_kernel, dict(PAIR_ROWS=True))]
+    if parts > 1:
+        kernels.append((mma_gluon.splitk13_kernel, dict(SPLITK=parts)))
+    for kernel, extra in kernels:
+        consts = dict(base, **extra)
+        if kernel is mma_gluon.splitk13_kernel:
+            consts = {k: v for k, v in consts.items() if k in kernel.arg_names}
+        r = probe(kernel, consts, a.arch, cfg["warps"], a.dump, x_type="*fp16", gluon=True,
                   maxnreg=cfg.get("maxnreg") or mma_tiles.launch_options(cfg, cfg["fmt"]).get("maxnreg"))
         print(kernel.__name__, r)
 

@@ -394,6 +394,14 @@ SWEEP = {
         dict(_SMALL_MMA, mma_xreg=1),
         dict(_SMALL_MMA, mma_split=1, mma_xreg=1),
         dict(_SMALL_MMA, mma_ahead=2, mma_xreg=1),
+        # session 23: the gate/up kernel's hidden dimension in 2 or 4 parts (mma_splitk:
+        # their fp32 partial sums added and finished by a second kernel), for more warps in
+        # flight — ncu at 16 tokens (session 20) had 7-15 warps an SM on these kernels.
+        # compile_probe, Triton 3.6, tiled NF3: the same 96 registers, loop 380 -> 385
+        dict(_SMALL_MMA, mma_splitk=2),
+        dict(_SMALL_MMA, mma_splitk=4),
+        dict(_SMALL_MMA, mma_splitk=2, mma_xreg=1),
+        dict(_SMALL_MMA, mma_splitk=4, mma_split=1),
     ],
     # session 9 (sweep_h200_s9.json, _s9b.json): the mid tiles with 16-token blocks, from the
     # GEMV's end to 256 tokens

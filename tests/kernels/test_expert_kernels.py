@@ -641,6 +641,38 @@ def test_mma_register_loaded_activations_give_the_same_bits(monkeypatch, cls, m,
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("m", [5, 40, 64])
+@pytest.mark.parametrize("parts,extra", [(2, {}), (4, {}), (2, dict(mma_xreg=1)), (4, dict(mma_split=1, mma_ahead=2))])
+@pytest.mark.parametrize("on_input", [False, True])
+def test_mma_split_k_gives_the_unsplit_layer_within_fp32_rounding(monkeypatch, m, parts, extra, on_input):
+    """Tile option ``mma_splitk`` (the gate/up kernel's hidden dimension in 2 or 4 parts
+    whose fp32 partial sums a second kernel adds and finishes): only the order of the fp32
+    additions changes, so the layer agrees with the unsplit one to fp32 rounding (a
+    few fp16 intermediates may round the other way) and with the reference; the same bits
+    on every run (the parts are added in part order); and the partials scratch was used."""
+    if DEV != "cuda":
+        pytest.skip("the mma kernels need the GPU")
+    from nf3_hybrid.backends import triton_tiers
+
+    ref, tri, ws, classes = _grouped_only(monkeypatch, "small", (m,), n_kept=24, seed=59)
+    w, ids = routing(m, 64, 8, seed=m + 59, device=DEV)
+    x = (torch.randn(m, 1024, device=DEV) * 2).to(torch.bfloat16)
+    got = []
+    for cfg in (dict(extra), dict(extra, mma_splitk=parts), dict(extra, mma_splitk=parts)):
+        monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE",
+                            {**classes, "small": dict(classes["small"], mma=1, mma_kept=1, **cfg)})
+        poison(ws)
+        if ws.partials is not None:
+            ws.partials.fill_(float("nan"))
+        got.append(tri.forward(x, w, ids, weights_on_input=on_input))
+    assert ws.partials is not None and ws.partials.shape[1] >= parts * 2 * 512
+    assert not torch.isnan(got[1]).any()
+    assert torch.equal(got[1], got[2])
+    assert rel(got[1], got[0]) < 2e-3, rel(got[1], got[0])
+    assert rel(got[1], ref.forward(x, w, ids, weights_on_input=on_input)) < TOL
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("cls,m", [("narrow", 300), ("mid", 700), ("large", 1500)])
 @pytest.mark.parametrize("bm,warps,stages", [(16, 4, 2), (32, 4, 2), (64, 4, 2), (64, 4, 3), (128, 8, 2), (256, 8, 2)])
 @pytest.mark.parametrize("on_input", [False, True])

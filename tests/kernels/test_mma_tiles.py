@@ -159,15 +159,18 @@ def test_shapes_outside_whole_windows_are_refused():
     assert mma_tiles.shape_fits(6144, 512) and not mma_tiles.shape_fits(2880, 512)
 
 
-@pytest.mark.parametrize("split,ahead,rows,xahead,xreg", [(1, 1, 64, 0, 0), (2, 1, 64, 0, 0), (2, 2, 64, 0, 0),
-                                                         (2, 1, 32, 0, 0), (2, 1, 16, 0, 0), (2, 1, 128, 0, 0),
-                                                         (2, 1, 64, 1, 0), (2, 1, 64, 0, 1), (1, 2, 32, 0, 1)])
+@pytest.mark.parametrize("split,ahead,rows,xahead,xreg,splitk", [
+    (1, 1, 64, 0, 0, 1), (2, 1, 64, 0, 0, 1), (2, 2, 64, 0, 0, 1), (2, 1, 32, 0, 0, 1), (2, 1, 16, 0, 0, 1),
+    (2, 1, 128, 0, 0, 1), (2, 1, 64, 1, 0, 1), (2, 1, 64, 0, 1, 1), (1, 2, 32, 0, 1, 1), (2, 1, 64, 0, 0, 2),
+    (2, 2, 64, 0, 1, 4)])
 @pytest.mark.parametrize("fmt,tiled", [(0, 0), (1, 0), (0, 1)])
-def test_kernels_compile_for_sm90_with_register_only_operands(fmt, tiled, split, ahead, rows, xahead, xreg, tmp_path):
+def test_kernels_compile_for_sm90_with_register_only_operands(fmt, tiled, split, ahead, rows, xahead, xreg, splitk,
+                                                              tmp_path):
     """Both GEMMs, NF3 (nibble or tiled layout) and NVFP4, as the launcher instantiates
     them (``ahead``: tile option ``mma_ahead``; ``rows`` a program on rows / 16 warps:
     ``mma_bn13`` / ``mma_bn2`` / ``mma_warps``; ``xahead``: ``mma_xahead``; ``xreg``:
-    ``mma_xreg``): ``convert_layout(..., assert_trivial=True)`` fails to compile if the
+    ``mma_xreg``; ``splitk``: ``mma_splitk``, with its reduce kernel, which stores the
+    intermediate as the gate/up kernel does): ``convert_layout(..., assert_trivial=True)`` fails to compile if the
     decoded values would have to move between lanes to reach the A operand, or (``xreg``)
     the loaded activations to reach the B operand — which then needs no shared memory,
     no barrier and no ldmatrix, and comes in 16-byte loads: a lane's 16 (half step) or 32
@@ -176,7 +179,10 @@ def test_kernels_compile_for_sm90_with_register_only_operands(fmt, tiled, split,
         pytest.skip(f"no Gluon in this Triton: {mma_tiles.gluon_missing()}")
     compile_probe(tmp_path, "--mma", "--cfg",
                   f"BM=16,fmt={fmt},split={split},tiled={tiled},ahead={ahead},BN={rows},warps={rows // 16},"
-                  f"xahead={xahead},xreg={xreg}")
+                  f"xahead={xahead},xreg={xreg},splitk={splitk}")
+    if splitk > 1:
+        ptx = (tmp_path / "splitk13_kernel.ptx").read_text()
+        assert "ex2.approx" in ptx and "st.global.b16" in ptx  # the SiLU, the fp16 intermediate
     for kernel in ("mma13_kernel", "mma2_kernel"):
         ptx = (tmp_path / f"{kernel}.ptx").read_text()
         assert "mma.sync.aligned.m16n8k16" in ptx and "cvt.rn.f16x2.e4m3x2" in ptx, kernel
@@ -379,6 +385,46 @@ def test_register_loaded_activations_only_on_the_mma_sync_kernels_and_alone():
         mma_tiles._kernel_tiles({"BM": 16, "wgmma": 1, "mma_xreg": 1}, 512, "13")
     with pytest.raises(ValueError, match="mma_xreg=1 with mma_xahead=1"):
         mma_tiles._kernel_tiles({"BM": 16, "mma_xreg": 1, "mma_xahead": 1}, 512, "2")
+
+
+def test_split_k_only_on_the_mma_sync_gate_up_kernel_in_whole_steps():
+    """``mma_splitk``: off unless asked for, only the gate/up kernel's; 2 or 4 parts, each
+    whole 128-wide K steps, and partials scratch to hold them — anything else is a clear
+    error naming the option, raised before any launch."""
+    assert mma_tiles._kernel_tiles({"BM": 16}, 512, "13")[3]["SPLITK"] == 1
+    assert mma_tiles._kernel_tiles({"BM": 16, "mma_splitk": 4}, 512, "13")[3]["SPLITK"] == 4
+    assert "SPLITK" not in mma_tiles._kernel_tiles({"BM": 16, "mma_splitk": 4}, 512, "2")[3]
+    with pytest.raises(ValueError, match=r"mma_splitk=3: one of \(1, 2, 4\)"):
+        mma_tiles.splitk({"mma_splitk": 3})
+    with pytest.raises(ValueError, match="mma_splitk=2: an mma.sync tile option"):
+        mma_tiles._kernel_tiles({"BM": 16, "wgmma": 1, "mma_splitk": 2}, 512, "13")
+    cfg = {"BM": 16, "mma": 1, "mma_splitk": 4}
+    ids, bexp = torch.zeros(32, dtype=torch.int32), torch.zeros(2, dtype=torch.int32)
+    w13, s13 = torch.zeros((1, 256, 384 * 3 // 8), dtype=torch.uint8), torch.zeros((1, 256, 12), dtype=torch.uint8)
+    inter = torch.zeros((32, 128), dtype=torch.float16)
+    args = (ids, bexp, torch.zeros(8), inter, 8, 2, 128, 0, False, cfg, (0, 0, 0, 0))
+    with pytest.raises(ValueError, match="mma_splitk=4: hidden 384 is not 4 whole 128-wide K steps"):
+        mma_tiles.launch_w13(torch.zeros((4, 384), dtype=torch.float16), w13, s13, None, *args)
+    with pytest.raises(ValueError, match=r"mma_splitk=2: partials scratch \(16, 512\) is smaller than \[32, 512\]"):
+        mma_tiles.launch_w13(torch.zeros((4, 256), dtype=torch.float16), w13, s13, None, *args[:-2],
+                             dict(cfg, mma_splitk=2), *args[-1:], partials=torch.zeros((16, 512)))
+
+
+def test_split_k_partials_are_planned_for_decode_batches_only():
+    """``Workspace.splitk_partials``: fp32 [slots, parts·2I] per concurrent tier, sized for
+    batches of at most DECODE_TOKENS tokens (their worst-case routing slots), grown for
+    more parts; a batch needing more slots is a clear capacity error."""
+    ws = triton_tiers.Workspace("cpu")
+    ws.reserve(2048, 8, 256, 128, 48)
+    part = ws.splitk_partials(2, 0, 100)
+    assert part.shape == (100, 2 * 2 * 128) and part.dtype == torch.float32
+    want = triton_tiers.align.capacity(triton_tiers.DECODE_TOKENS * 8, 48, ws.max_block)[0]
+    assert ws.partial_slots == want
+    regions = 2 if ws.side is not None else 1
+    assert ws.partials.shape == (regions * want, 512)
+    assert ws.splitk_partials(4, 0, want).shape == (want, 4 * 2 * 128)
+    with pytest.raises(triton_tiers.CapacityError, match="mma_splitk serves batches of at most"):
+        ws.splitk_partials(2, 0, want + 1)
 
 
 def test_large_batches_take_32_token_blocks_only_when_every_tier_runs_on_mma(monkeypatch):

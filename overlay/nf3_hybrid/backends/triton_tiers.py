@@ -386,6 +386,8 @@ class Workspace:
         self.inter_cache = torch.empty((regions * cap, self.inter), dtype=torch.float16, device=d)
         self.x16 = None  # tile option x16 only: see fp16_activations
         self.x_mma = None  # mma tiles only: see mma_activations
+        self.partials = None  # tile option mma_splitk only: see splitk_partials
+        self.partial_slots = 0
         return True
 
     def fp16_activations(self, x: torch.Tensor) -> torch.Tensor:
@@ -410,6 +412,25 @@ class Workspace:
         mma_order.launch(x, out, fragments=fragments)
         return out
 
+    def splitk_partials(self, parts: int, region: int, slots: int) -> torch.Tensor:
+        """fp32 [slots, parts·2I] for the gate/up kernel's partial sums under tile option
+        ``mma_splitk`` (kernels/mma_tiles.py), one region per concurrent tier, made on first
+        use (in LayerExecutor.warmup, before any CUDA graph is captured, like ``x_mma``)
+        for batches of at most DECODE_TOKENS tokens: the decode batches it is for, which
+        keeps it small (GLM-5.2, I=512, two parts: ~40 MB). A larger batch with the option
+        is a clear error."""
+        if self.partials is None or self.partials.shape[1] < parts * 2 * self.inter:
+            pairs = min(self.chunk, DECODE_TOKENS) * self.topk
+            self.partial_slots = align.capacity(pairs, self.n_local, self.max_block)[0]
+            regions = 2 if self.side is not None else 1
+            self.partials = torch.empty((regions * self.partial_slots, parts * 2 * self.inter), dtype=torch.float32,
+                                        device=self.device)
+        if slots > self.partial_slots:
+            raise CapacityError(f"nf3-hybrid: tile option mma_splitk serves batches of at most {DECODE_TOKENS} "
+                                f"tokens; this one needs {slots} routing slots (planned: {self.partial_slots})")
+        r0 = region * self.partial_slots
+        return self.partials[r0: r0 + slots]
+
     def table(self, name: str, values, dtype=torch.float16) -> torch.Tensor:
         """Decode tables are 16-bit (see kernels/expert_mlp.py for why)."""
         key = f"{name}:{dtype}"
@@ -421,7 +442,8 @@ class Workspace:
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in
                    (self.sorted_ids, self.block_expert, self.cursor, self.starts, self.ends, self.inter_cache,
-                    self.pair_rows, self.planes, self.pair_inter, self.x16, self.x_mma) if t is not None)
+                    self.pair_rows, self.planes, self.pair_inter, self.x16, self.x_mma, self.partials)
+                   if t is not None)
 
 
 def _e4m3_table():
@@ -560,8 +582,11 @@ class TritonTier(TierBackend):
                                    "run on the mma.sync kernels")
                 # the wgmma kernels' register cap does not carry over to the mma.sync ones
                 cfg = {k: v for k, v in cfg.items() if k not in ("wgmma", "wg_maxnreg")}
+            parts = 1 if cfg.get("wgmma") else mma_tiles.splitk(cfg)
+            partials = self.ws.splitk_partials(parts, region, sorted_ids.numel()) if parts > 1 else None
             mma_tiles.launch_w13(x_mma, t.w13, self.w13_scale, t.w13_scale_2, sorted_ids, block_expert, tw, inter,
-                                 num_pairs, topk, t.inter, self.fmt, on_input, cfg, self.mma_words, tiled=self.tiled)
+                                 num_pairs, topk, t.inter, self.fmt, on_input, cfg, self.mma_words, tiled=self.tiled,
+                                 partials=partials)
             mma_tiles.launch_w2(inter, t.w2, self.w2_scale, t.w2_scale_2, sorted_ids, block_expert, tw, out,
                                 num_pairs, topk, t.inter, self.fmt, on_input, cfg, self.mma_words, pair_rows,
                                 tiled=self.tiled)

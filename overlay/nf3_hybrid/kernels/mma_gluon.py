@@ -572,9 +572,13 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
                  FMT: gl.constexpr, HAS_S2: gl.constexpr, WEIGHT_ON_INPUT: gl.constexpr, BM: gl.constexpr,
                  BN: gl.constexpr, BK: gl.constexpr, MMA: gl.constexpr, LW: gl.constexpr, XL: gl.constexpr,
                  SPLIT: gl.constexpr = 1, TILED: gl.constexpr = False, AHEAD: gl.constexpr = 1,
-                 XAHEAD: gl.constexpr = False, XREG: gl.constexpr = False):
+                 XAHEAD: gl.constexpr = False, XREG: gl.constexpr = False, SPLITK: gl.constexpr = 1):
     """Gate and up rows [j·BN, +BN) of one expert block; silu(gate)·up into the
-    intermediate cache, columns in activation order. ``x_ptr``: fp16 activations in
+    intermediate cache, columns in activation order. ``SPLITK`` > 1 (tile option
+    ``mma_splitk``): program (blk, SPLITK·j') covers rows j = j' % (I / BN) over K part
+    j' // (I / BN) of SPLITK, and stores its fp32 partial sums instead — ``inter_ptr`` is
+    then the partials [slots, SPLITK·2I] (part s's gate columns at 2I·s, its up columns
+    I further), which splitk13_kernel sums and finishes. ``x_ptr``: fp16 activations in
     activation order (mma_tiles.activation_order). ``SPLIT`` 2: each K step multiplied in
     two 64-wide halves (BK 128), ``_a_half``. ``AHEAD``: K steps of words in flight while
     one is decoded (tile option ``mma_ahead``, mma_tiles.ahead). ``XAHEAD``: the next K
@@ -591,6 +595,14 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
     e = gl.load(bexp_ptr + blk)
     if e < 0:
         return
+    # K part of this program (SPLITK > 1): its pointers start there, its loop runs over KS
+    # (written as whole windows, so the compiler sees the alignment its vector loads need)
+    if SPLITK > 1:
+        KS = K // (128 * SPLITK) * 128
+        kpart = j // (I // BN)
+        j = j % (I // BN)
+    else:
+        KS = K
     if XREG:
         XO: gl.constexpr = fragment_order_layout(gl.to_linear_layout(B_DOT, [BK // SPLIT, BM]), SPLIT)
         pairs_o = gl.load(sorted_ptr + blk * BM + _index(BM, _rank(XO) - 1, XO))
@@ -601,6 +613,11 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
         xp = (x_ptr + gl.expand_dims(tok_x, 0) * stride_xm
               + gl.expand_dims(gl.arange(0, BK // SPLIT, layout=gl.SliceLayout(1, XL)), 1))
     gw, gs = _group_ptrs(w_ptr, s_ptr, e, j * BN, stride_we, stride_wn, stride_se, stride_sn, BN, BK, LW, FMT, TILED)
+    if SPLITK > 1:
+        xp = xp + kpart * KS  # every order repeats per 128-wide window, and KS is whole windows
+        kw, ks = _step_offsets(kpart * KS, FMT, TILED)
+        gw = gw + kw
+        gs = gs + ks
     uw = gw + I * stride_wn
     us = gs + I * stride_sn
     acc_g = gl.zeros([BN, BM], gl.float32, MMA)
@@ -609,14 +626,14 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
     uwd, usc = _load_group(uw, us, 0, 0, FMT, TILED)
     xa, xh = _x_first(xp, BK, SPLIT, XAHEAD)
     if AHEAD == 2:
-        kw, ks = _step_offsets(gl.minimum(BK, K - BK), FMT, TILED)
+        kw, ks = _step_offsets(gl.minimum(BK, KS - BK), FMT, TILED)
         gwd1, gsc1 = _load_group(gw, gs, kw, ks, FMT, TILED)
         uwd1, usc1 = _load_group(uw, us, kw, ks, FMT, TILED)
-    for k0 in range(0, K, BK):
-        xb, xb2, xa, xh = _x_step(xp, k0, K, xa, xh, BK, SPLIT, XAHEAD, B_DOT, XREG)
+    for k0 in range(0, KS, BK):
+        xb, xb2, xa, xh = _x_step(xp, k0, KS, xa, xh, BK, SPLIT, XAHEAD, B_DOT, XREG)
         # the next step's words (AHEAD 2: the one after it) in flight while this one is
         # decoded (the last steps reload the last: no mask, no zero-fill)
-        kw, ks = _step_offsets(gl.minimum(k0 + AHEAD * BK, K - BK), FMT, TILED)
+        kw, ks = _step_offsets(gl.minimum(k0 + AHEAD * BK, KS - BK), FMT, TILED)
         ngw, ngs = _load_group(gw, gs, kw, ks, FMT, TILED)
         nuw, nus = _load_group(uw, us, kw, ks, FMT, TILED)
         if SPLIT == 1:
@@ -642,6 +659,46 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
             gsc = ngs
             uwd = nuw
             usc = nus
+    if SPLITK > 1:
+        part = _partial_ptrs(inter_ptr, stride_im, blk * BM, j, BM, BN, MMA) + kpart * 2 * I
+        gl.store(part, acc_g)
+        gl.store(part + I, acc_u)
+    else:
+        _store13(acc_g, acc_u, e, blk * BM, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P, HAS_S2,
+                 WEIGHT_ON_INPUT, BM, BN, MMA, XREG)
+
+
+@gluon.jit
+def _partial_ptrs(part_ptr, stride_pm, slot0, j, BM: gl.constexpr, BN: gl.constexpr, MMA: gl.constexpr):
+    """[BN, BM] pointers (layout MMA) to K part 0's gate partials of rows j·BN.. and the
+    BM slots from ``slot0`` (mma_splitk)."""
+    slots = (slot0 + gl.arange(0, BM, layout=gl.SliceLayout(0, MMA))).to(gl.int64)
+    rows = j * BN + gl.arange(0, BN, layout=gl.SliceLayout(1, MMA))
+    return part_ptr + gl.expand_dims(slots, 0) * stride_pm + gl.expand_dims(rows, 1)
+
+
+@gluon.jit(do_not_specialize=["P"])
+def splitk13_kernel(part_ptr, stride_pm, s2_ptr, sorted_ptr, bexp_ptr, tw_ptr, inter_ptr, stride_im, P, I,
+                    HAS_S2: gl.constexpr, WEIGHT_ON_INPUT: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr,
+                    MMA: gl.constexpr, SPLITK: gl.constexpr, XREG: gl.constexpr = False):
+    """Tile option ``mma_splitk``: the gate/up kernel's SPLITK partial sums of rows
+    [j·BN, +BN) of one expert block, added in part order (the same bits whatever order the
+    parts ran in), finished by the same ``_store13`` as the unsplit kernel. Why split K: at
+    decode batches the gate/up grid is (experts hit × I/BN) programs that each stream the
+    whole hidden dimension — at 16 tokens on the H200, 7-15 warps an SM and 0.39-0.55
+    instructions issued a cycle per scheduler (ncu, session 20) — and SPLITK parts put
+    SPLITK times the warps in flight on the same weights."""
+    blk = gl.program_id(0)
+    j = gl.program_id(1)
+    e = gl.load(bexp_ptr + blk)
+    if e < 0:
+        return
+    part = _partial_ptrs(part_ptr, stride_pm, blk * BM, j, BM, BN, MMA)
+    acc_g = gl.load(part)
+    acc_u = gl.load(part + I)
+    for s in gl.static_range(1, SPLITK):
+        acc_g = acc_g + gl.load(part + s * 2 * I)
+        acc_u = acc_u + gl.load(part + s * 2 * I + I)
     _store13(acc_g, acc_u, e, blk * BM, j, s2_ptr, sorted_ptr, tw_ptr, inter_ptr, stride_im, P, HAS_S2, WEIGHT_ON_INPUT,
              BM, BN, MMA, XREG)
 

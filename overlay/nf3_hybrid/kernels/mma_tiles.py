@@ -160,6 +160,24 @@ def xreg(cfg: dict) -> bool:
     return bool(n)
 
 
+SPLITK = (1, 2, 4)
+
+
+def splitk(cfg: dict) -> int:
+    """Tile option ``mma_splitk`` (mma.sync gate/up kernel): 2 or 4 splits the hidden
+    dimension into that many parts, each its own program, whose fp32 partial sums a second
+    kernel adds in part order and finishes (mma_gluon.splitk13_kernel says why: more warps
+    in flight on the same weights); the partials need scratch
+    (``Workspace.splitk_partials``). A clear error for other values and with the wgmma
+    kernels."""
+    n = int(cfg.get("mma_splitk", 1))
+    if n not in SPLITK:
+        raise ValueError(f"mma_splitk={n}: one of {SPLITK}")
+    if n > 1 and cfg.get("wgmma"):
+        raise ValueError(f"mma_splitk={n}: an mma.sync tile option (not for the wgmma kernels)")
+    return n
+
+
 def _tile(cfg: dict, key: str, size: int) -> int:
     bn = int(cfg.get(key, BN))
     if size % bn:
@@ -316,6 +334,7 @@ def _kernel_tiles(cfg: dict, size: int, gemm: str) -> tuple:
         ahead(cfg)  # refuses mma_ahead here
         xahead(cfg)  # and mma_xahead
         xreg(cfg)  # and mma_xreg
+        splitk(cfg)  # and mma_splitk
         gu = gemm == "13" and wgmma_gu(cfg)
         bm, warps, bn, stages = wgmma_tile(cfg, 2 * size if gu else size)
         tail = wgmma_tail(cfg)
@@ -332,24 +351,47 @@ def _kernel_tiles(cfg: dict, size: int, gemm: str) -> tuple:
     bn, warps, split = _tile(cfg, f"mma_bn{gemm}", size), int(cfg.get("mma_warps", WARPS)), _split(cfg)
     mma, lw, xl = _layouts(bn, BK, warps, split)
     kernel = mma_gluon.mma13_kernel if gemm == "13" else mma_gluon.mma2_kernel
-    return kernel, bn, warps, dict(BM=cfg["BM"], BN=bn, BK=BK, MMA=mma, LW=lw, XL=xl, SPLIT=split, AHEAD=ahead(cfg),
-                                     XAHEAD=xahead(cfg), XREG=xreg(cfg))
+    tiles = dict(BM=cfg["BM"], BN=bn, BK=BK, MMA=mma, LW=lw, XL=xl, SPLIT=split, AHEAD=ahead(cfg), XAHEAD=xahead(cfg),
+                 XREG=xreg(cfg))
+    if gemm == "13":
+        tiles["SPLITK"] = splitk(cfg)
+    return kernel, bn, warps, tiles
 
 
 def launch_w13(xp, w13, s13, s13_2, sorted_ids, block_expert, topk_weights, inter, num_pairs, topk, inter_size,
-               fmt, weight_on_input, cfg, words, tiled=False):
+               fmt, weight_on_input, cfg, words, tiled=False, partials=None):
     """``xp``: fp16 activations in activation order (tile option ``mma_xreg``: in
     ``fragment_order``); ``w13``: the tier's packed codes [E,
     2I, ·] bytes (NF3 in nibble layout — ``tiled``: with its scales in tiled layout,
     formats/nf3_tiled.py — or e2m1 with fmt 1 and its global scales ``s13_2`` [E, 2]);
-    ``inter``: fp16 [slots, ≥ I], written in the same order as ``xp``; ``words``: ``table_words``."""
+    ``inter``: fp16 [slots, ≥ I], written in the same order as ``xp``; ``words``: ``table_words``;
+    ``partials``: fp32 [≥ slots, S·2I] scratch under tile option ``mma_splitk`` S > 1."""
     kernel, bn, warps, tiles = _kernel_tiles(cfg, inter_size, "13")
     w = w13.view(torch.int32)
-    kernel[(block_expert.numel(), inter_size // bn)](
-        xp, xp.stride(0), w, s13, s13_2 if s13_2 is not None else s13, sorted_ids, block_expert, topk_weights,
-        inter, inter.stride(0), *words, num_pairs, topk, xp.shape[1], inter_size, w.stride(0), w.stride(1),
+    parts = tiles.get("SPLITK", 1)
+    s2 = s13_2 if s13_2 is not None else s13
+    dest = inter
+    if parts > 1:
+        hidden = xp.shape[1]
+        if hidden % (parts * BK):
+            raise ValueError(f"mma_splitk={parts}: hidden {hidden} is not {parts} whole {BK}-wide K steps")
+        if partials is None or partials.shape[0] < sorted_ids.numel() or partials.shape[1] < parts * 2 * inter_size:
+            have = None if partials is None else tuple(partials.shape)
+            raise ValueError(f"mma_splitk={parts}: partials scratch {have} is smaller than "
+                             f"[{sorted_ids.numel()}, {parts * 2 * inter_size}]")
+        dest = partials
+    kernel[(block_expert.numel(), inter_size // bn * parts)](
+        xp, xp.stride(0), w, s13, s2, sorted_ids, block_expert, topk_weights,
+        dest, dest.stride(0), *words, num_pairs, topk, xp.shape[1], inter_size, w.stride(0), w.stride(1),
         s13.stride(0), s13.stride(1), FMT=fmt, HAS_S2=s13_2 is not None, WEIGHT_ON_INPUT=weight_on_input, **tiles,
         TILED=_tiled(fmt, tiled), num_warps=warps, **launch_options(cfg, fmt))
+    if parts > 1:
+        from . import mma_gluon
+
+        mma_gluon.splitk13_kernel[(block_expert.numel(), inter_size // bn)](
+            partials, partials.stride(0), s2, sorted_ids, block_expert, topk_weights, inter, inter.stride(0),
+            num_pairs, inter_size, HAS_S2=s13_2 is not None, WEIGHT_ON_INPUT=weight_on_input, BM=tiles["BM"],
+            BN=bn, MMA=tiles["MMA"], SPLITK=parts, XREG=tiles["XREG"], num_warps=warps)
 
 
 def launch_w2(inter, w2, s2, s2_2, sorted_ids, block_expert, topk_weights, out, num_pairs, topk, inter_size,
