@@ -390,14 +390,24 @@ SWEEP = {
         # (bench_moe_h200_s23_xreg1_i*.json) µs at 1 / 8 / 16 / 64 tokens, I=512 100 / 187 /
         # 271 / 501 against 94 / 162 / 223 / 428, I=2048 169 / 528 / 872 / 1876 against 143 /
         # 444 / 720 / 1563: 15-20 % slower. Then in fragment order (the four lanes' runs side
-        # by side: 64 contiguous bytes of each token a load): gate/up 94 registers, loop 364
+        # by side: 64 contiguous bytes of each token a load): gate/up 94 registers, loop 364,
+        # I=512 94 / 165 / 238 / 431 against 92 / 161 / 220 / 428 (whole steps 83 / 155 /
+        # 221 / 443), I=2048 162 / 460 / 746 / 1656 against 158 / 439 / 720 / 1570 (whole
+        # steps 142 / 444 / 753 / 1695; bench_moe_h200_s23_xreg2_i*.json): no gain from 16
+        # tokens, so off
         dict(_SMALL_MMA, mma_xreg=1),
         dict(_SMALL_MMA, mma_split=1, mma_xreg=1),
         dict(_SMALL_MMA, mma_ahead=2, mma_xreg=1),
         # session 23: the gate/up kernel's hidden dimension in 2 or 4 parts (mma_splitk:
         # their fp32 partial sums added and finished by a second kernel), for more warps in
         # flight — ncu at 16 tokens (session 20) had 7-15 warps an SM on these kernels.
-        # compile_probe, Triton 3.6, tiled NF3: the same 96 registers, loop 380 -> 385
+        # compile_probe, Triton 3.6, tiled NF3: the same 96 registers, loop 380 -> 385.
+        # H200 (bench_moe_h200_s23_splitk_i*.json) µs at 1 / 8 / 16 / 64 tokens: I=512
+        # built-in 94 / 160 / 220 / 429, two parts 81 / 151 / 220 / 447, four 72 / 154 / 234
+        # / 467; I=2048 151 / 445 / 729 / 1577, two parts 133 / 459 / 755 / 1640. Faster
+        # only at the GEMV's token counts; splitk_walls_h200_s23.json: with the tiers one
+        # after the other two parts gain 12 % at 16 tokens (I=512), with them concurrent
+        # (the default) nothing — so off
         dict(_SMALL_MMA, mma_splitk=2),
         dict(_SMALL_MMA, mma_splitk=4),
         dict(_SMALL_MMA, mma_splitk=2, mma_xreg=1),

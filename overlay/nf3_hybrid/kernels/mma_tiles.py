@@ -147,7 +147,10 @@ def xreg(cfg: dict) -> bool:
     activations (``Workspace.mma_activations``) and the intermediate are then in fragment
     order. A clear error for values other than 0 / 1, with the wgmma kernels
     (their activations are staged in shared memory for the warpgroup MMA) and with
-    ``mma_xahead`` (which carries the next step's row-contiguous load)."""
+    ``mma_xahead`` (which carries the next step's row-contiguous load). Off by default: on
+    the H200 (session 23) the small class was 0-8 % slower with it from 16 tokens, and
+    15-20 % slower with the activations in their original order (bench.py's SWEEP has the
+    numbers) — the barrier it removes is not what limits these kernels."""
     n = int(cfg.get("mma_xreg", 0))
     if n not in (0, 1):
         raise ValueError(f"mma_xreg={n}: 0 or 1")
@@ -169,7 +172,11 @@ def splitk(cfg: dict) -> int:
     kernel adds in part order and finishes (mma_gluon.splitk13_kernel says why: more warps
     in flight on the same weights); the partials need scratch
     (``Workspace.splitk_partials``). A clear error for other values and with the wgmma
-    kernels."""
+    kernels. Off by default: on the H200 (session 23) two parts made the small class's
+    gate/up kernels 24 % shorter at 16 tokens (I=512), and the layer 12 % faster with its
+    tiers one after the other, but no faster with them on their two streams (the default:
+    the other tier's warps already fill the SMs), and slower at 64 tokens and at I=2048
+    (bench.py's SWEEP has the numbers)."""
     n = int(cfg.get("mma_splitk", 1))
     if n not in SPLITK:
         raise ValueError(f"mma_splitk={n}: one of {SPLITK}")
