@@ -7,7 +7,8 @@ Usage: python3 bench/compile_probe.py [--arch 90] [--cfg BN13=4,BK13=512,...] [-
        (add fmt=1 for an NVFP4 tier's kernels, with magic=1 or 2, or ptx4=1)
        python3 bench/compile_probe.py --mma [--cfg BM=64,fmt=1] (the Gluon mma kernels of
        kernels/mma_gluon.py, as mma_tiles launches them, ahead=2 their mma_ahead, xahead=1 mma_xahead,
-       xreg=1 mma_xreg, splitk=2 mma_splitk; wgmma=1,BM=128 the
+       xreg=1 mma_xreg, splitk=2 mma_splitk,
+       tabvec=1 mma_tabvec; wgmma=1,BM=128 the
        wgmma kernels)
        (tiled=1 anywhere: an NF3 tier in tiled layout, formats/nf3_tiled.py)
 Another Triton than the venv's (the H200 host has 3.6, the pinned stack 3.8; their code
@@ -184,7 +185,8 @@ def mma(a):
     lay, lw, xl = mma_gluon.layouts(cfg["BN"], mma_tiles.BK, cfg["warps"], cfg["split"])
     base = dict(FMT=cfg["fmt"], HAS_S2=cfg["fmt"] == 1, WEIGHT_ON_INPUT=False, BM=cfg["BM"], BN=cfg["BN"],
                 BK=mma_tiles.BK, MMA=lay, LW=lw, XL=xl, SPLIT=cfg["split"], TILED=bool(cfg.get("tiled")),
-                AHEAD=cfg.get("ahead", 1), XAHEAD=bool(cfg.get("xahead", 0)), XREG=bool(cfg.get("xreg", 0)))
+                AHEAD=cfg.get("ahead", 1), XAHEAD=bool(cfg.get("xahead", 0)), XREG=bool(cfg.get("xreg", 0)),
+                TABVEC=bool(cfg.get("tabvec", 0)))
     parts = int(cfg.get("splitk", 1))
     kernels = [(mma_gluon.mma13_kernel, dict(SPLITK=parts)), (mma_gluon.mma2_kernel, dict(PAIR_ROWS=True))]
     if parts > 1:

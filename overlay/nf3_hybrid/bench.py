@@ -412,6 +412,13 @@ SWEEP = {
         dict(_SMALL_MMA, mma_splitk=4),
         dict(_SMALL_MMA, mma_splitk=2, mma_xreg=1),
         dict(_SMALL_MMA, mma_splitk=4, mma_split=1),
+        # session 23: the decode table's words in vector registers (mma_tabvec): ptxas had
+        # copied one from a uniform register before each table lookup. compile_probe, Triton
+        # 3.6: tiled NF3 gate/up loop 380 -> 347 instructions (96 registers), down 208 ->
+        # 191; NVFP4 gate/up 426 -> 395 (121 -> 126 registers), down 229 -> 221
+        dict(_SMALL_MMA, mma_tabvec=1),
+        dict(_SMALL_MMA, mma_split=1, mma_tabvec=1),
+        dict(_SMALL_MMA, mma_xreg=1, mma_tabvec=1),
     ],
     # session 9 (sweep_h200_s9.json, _s9b.json): the mid tiles with 16-token blocks, from the
     # GEMV's end to 256 tokens

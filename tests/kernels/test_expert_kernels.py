@@ -641,6 +641,18 @@ def test_mma_register_loaded_activations_give_the_same_bits(monkeypatch, cls, m,
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("cls,m", [("small", 5), ("small", 40), ("narrow", 300)])
+@pytest.mark.parametrize("extra", [dict(mma_split=1), dict(mma_split=2), dict(mma_xreg=1), dict(mma_splitk=2)])
+@pytest.mark.parametrize("on_input", [False, True])
+def test_mma_table_in_vector_registers_gives_the_same_bits(monkeypatch, cls, m, extra, on_input):
+    """Tile option ``mma_tabvec`` (the decode table's words held in vector registers)
+    only changes where ptxas keeps them: the same bits as the scalar table."""
+    if cls == "narrow" and "mma_splitk" in extra:
+        pytest.skip("mma_splitk serves decode batches only")
+    _mma_settings_agree(monkeypatch, cls, m, on_input, 61, [dict(extra), dict(extra, mma_tabvec=1)])
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("m", [5, 40, 64])
 @pytest.mark.parametrize("parts,extra", [(2, {}), (4, {}), (2, dict(mma_xreg=1)), (4, dict(mma_split=1, mma_ahead=2))])
 @pytest.mark.parametrize("on_input", [False, True])

@@ -3,6 +3,7 @@ activation order against the mma.sync fragment layout, the kernels compiled for 
 (the register-only operand assembly is proved by the compiler), and when a tier uses
 them. Their numbers are checked on the GPU (test_expert_kernels.py)."""
 import logging
+import re
 
 import pytest
 import torch
@@ -159,18 +160,21 @@ def test_shapes_outside_whole_windows_are_refused():
     assert mma_tiles.shape_fits(6144, 512) and not mma_tiles.shape_fits(2880, 512)
 
 
-@pytest.mark.parametrize("split,ahead,rows,xahead,xreg,splitk", [
-    (1, 1, 64, 0, 0, 1), (2, 1, 64, 0, 0, 1), (2, 2, 64, 0, 0, 1), (2, 1, 32, 0, 0, 1), (2, 1, 16, 0, 0, 1),
-    (2, 1, 128, 0, 0, 1), (2, 1, 64, 1, 0, 1), (2, 1, 64, 0, 1, 1), (1, 2, 32, 0, 1, 1), (2, 1, 64, 0, 0, 2),
-    (2, 2, 64, 0, 1, 4)])
+@pytest.mark.parametrize("split,ahead,rows,xahead,xreg,splitk,tabvec", [
+    (1, 1, 64, 0, 0, 1, 0), (2, 1, 64, 0, 0, 1, 0), (2, 2, 64, 0, 0, 1, 0), (2, 1, 32, 0, 0, 1, 0),
+    (2, 1, 16, 0, 0, 1, 0), (2, 1, 128, 0, 0, 1, 0), (2, 1, 64, 1, 0, 1, 0), (2, 1, 64, 0, 1, 1, 0),
+    (1, 2, 32, 0, 1, 1, 0), (2, 1, 64, 0, 0, 2, 0), (2, 2, 64, 0, 1, 4, 0), (2, 1, 64, 0, 0, 1, 1),
+    (1, 1, 32, 1, 0, 2, 1)])
 @pytest.mark.parametrize("fmt,tiled", [(0, 0), (1, 0), (0, 1)])
 def test_kernels_compile_for_sm90_with_register_only_operands(fmt, tiled, split, ahead, rows, xahead, xreg, splitk,
-                                                              tmp_path):
+                                                              tabvec, tmp_path):
     """Both GEMMs, NF3 (nibble or tiled layout) and NVFP4, as the launcher instantiates
     them (``ahead``: tile option ``mma_ahead``; ``rows`` a program on rows / 16 warps:
     ``mma_bn13`` / ``mma_bn2`` / ``mma_warps``; ``xahead``: ``mma_xahead``; ``xreg``:
     ``mma_xreg``; ``splitk``: ``mma_splitk``, with its reduce kernel, which stores the
-    intermediate as the gate/up kernel does): ``convert_layout(..., assert_trivial=True)`` fails to compile if the
+    intermediate as the gate/up kernel does; ``tabvec``: ``mma_tabvec``, after which no
+    table lookup copies a word from a uniform register first):
+    ``convert_layout(..., assert_trivial=True)`` fails to compile if the
     decoded values would have to move between lanes to reach the A operand, or (``xreg``)
     the loaded activations to reach the B operand — which then needs no shared memory,
     no barrier and no ldmatrix, and comes in 16-byte loads: a lane's 16 (half step) or 32
@@ -179,14 +183,22 @@ def test_kernels_compile_for_sm90_with_register_only_operands(fmt, tiled, split,
         pytest.skip(f"no Gluon in this Triton: {mma_tiles.gluon_missing()}")
     compile_probe(tmp_path, "--mma", "--cfg",
                   f"BM=16,fmt={fmt},split={split},tiled={tiled},ahead={ahead},BN={rows},warps={rows // 16},"
-                  f"xahead={xahead},xreg={xreg},splitk={splitk}")
+                  f"xahead={xahead},xreg={xreg},splitk={splitk},tabvec={tabvec}")
     if splitk > 1:
         ptx = (tmp_path / "splitk13_kernel.ptx").read_text()
         assert "ex2.approx" in ptx and "st.global.b16" in ptx  # the SiLU, the fp16 intermediate
+    if tabvec:  # the same kernels with the scalar table, for its copies
+        compile_probe(tmp_path / "scalar", "--mma", "--cfg",
+                      f"BM=16,fmt={fmt},split={split},tiled={tiled},ahead={ahead},BN={rows},warps={rows // 16},"
+                      f"xahead={xahead},xreg={xreg},splitk={splitk},tabvec=0")
     for kernel in ("mma13_kernel", "mma2_kernel"):
         ptx = (tmp_path / f"{kernel}.ptx").read_text()
         assert "mma.sync.aligned.m16n8k16" in ptx and "cvt.rn.f16x2.e4m3x2" in ptx, kernel
         assert_vector_loads(ptx, fmt, tiled, kernel)
+        if tabvec:
+            copies = [len(re.findall(r"IMAD\.U32 R\d+, RZ, RZ, UR\d+", (d / f"{kernel}.sass").read_text()))
+                      for d in (tmp_path, tmp_path / "scalar")]
+            assert copies[0] + 8 <= copies[1], (kernel, copies)  # the loop's table copies are gone
         if xreg:
             assert "ldmatrix" not in ptx and "bar.sync" not in ptx, kernel
             # BM 16: two tokens a lane, its 32 activations of each a step in 8-value runs
@@ -385,6 +397,17 @@ def test_register_loaded_activations_only_on_the_mma_sync_kernels_and_alone():
         mma_tiles._kernel_tiles({"BM": 16, "wgmma": 1, "mma_xreg": 1}, 512, "13")
     with pytest.raises(ValueError, match="mma_xreg=1 with mma_xahead=1"):
         mma_tiles._kernel_tiles({"BM": 16, "mma_xreg": 1, "mma_xahead": 1}, 512, "2")
+
+
+def test_table_in_vector_registers_only_on_the_mma_sync_kernels():
+    """``mma_tabvec``: off unless asked for, on both mma.sync GEMMs; a value other than
+    0 / 1 or a wgmma tile is a clear error naming the option."""
+    assert mma_tiles._kernel_tiles({"BM": 16}, 512, "13")[3]["TABVEC"] is False
+    assert all(mma_tiles._kernel_tiles({"BM": 16, "mma_tabvec": 1}, 512, g)[3]["TABVEC"] is True for g in ("13", "2"))
+    with pytest.raises(ValueError, match="mma_tabvec=2: 0 or 1"):
+        mma_tiles.tabvec({"mma_tabvec": 2})
+    with pytest.raises(ValueError, match="mma_tabvec=1: an mma.sync tile option"):
+        mma_tiles._kernel_tiles({"BM": 16, "wgmma": 1, "mma_tabvec": 1}, 512, "2")
 
 
 def test_split_k_only_on_the_mma_sync_gate_up_kernel_in_whole_steps():

@@ -212,6 +212,21 @@ def _word_values(w, s, pt0, pt1, pt2, pt3, FMT: gl.constexpr):
 
 
 @gluon.jit
+def _table_in_lanes(pt0, pt1, pt2, pt3, K, LW: gl.constexpr):
+    """The decode table's four words as [1, 1, 4] tensors in LW (one register a thread,
+    broadcast to every word of the lane) instead of the kernel's scalars (tile option
+    ``mma_tabvec``). Why: ptxas keeps a scalar table word in a uniform register and copies
+    it into a vector register before each table PRMT — 31 ``IMAD.U32 Rn, RZ, RZ, URn`` of
+    the tiled NF3 gate/up loop's 380 SASS instructions (compile_probe, Triton 3.6; a
+    ``shfl`` of the scalar was folded away). A select on the lane's group index t against
+    K (never equal: K is at least one 128-wide window, t < 4) gives the same values from a
+    lane-dependent source, which ptxas holds in vector registers: 347 instructions."""
+    t_is_k = _index(4, 2, LW) == K
+    return (gl.where(t_is_k, pt1, pt0), gl.where(t_is_k, pt0, pt1), gl.where(t_is_k, pt3, pt2),
+            gl.where(t_is_k, pt2, pt3))
+
+
+@gluon.jit
 def _scale2(sbits):
     return gl.inline_asm_elementwise(_SCALE_ASM, "=r,r", [sbits.to(gl.int32)], dtype=gl.int32, is_pure=True, pack=1)
 
@@ -572,13 +587,15 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
                  FMT: gl.constexpr, HAS_S2: gl.constexpr, WEIGHT_ON_INPUT: gl.constexpr, BM: gl.constexpr,
                  BN: gl.constexpr, BK: gl.constexpr, MMA: gl.constexpr, LW: gl.constexpr, XL: gl.constexpr,
                  SPLIT: gl.constexpr = 1, TILED: gl.constexpr = False, AHEAD: gl.constexpr = 1,
-                 XAHEAD: gl.constexpr = False, XREG: gl.constexpr = False, SPLITK: gl.constexpr = 1):
+                 XAHEAD: gl.constexpr = False, XREG: gl.constexpr = False, SPLITK: gl.constexpr = 1,
+                 TABVEC: gl.constexpr = False):
     """Gate and up rows [j·BN, +BN) of one expert block; silu(gate)·up into the
     intermediate cache, columns in activation order. ``SPLITK`` > 1 (tile option
     ``mma_splitk``): program (blk, SPLITK·j') covers rows j = j' % (I / BN) over K part
     j' // (I / BN) of SPLITK, and stores its fp32 partial sums instead — ``inter_ptr`` is
     then the partials [slots, SPLITK·2I] (part s's gate columns at 2I·s, its up columns
-    I further), which splitk13_kernel sums and finishes. ``x_ptr``: fp16 activations in
+    I further), which splitk13_kernel sums and finishes. ``TABVEC``: the decode table in
+    vector registers (tile option ``mma_tabvec``, _table_in_lanes). ``x_ptr``: fp16 activations in
     activation order (mma_tiles.activation_order). ``SPLIT`` 2: each K step multiplied in
     two 64-wide halves (BK 128), ``_a_half``. ``AHEAD``: K steps of words in flight while
     one is decoded (tile option ``mma_ahead``, mma_tiles.ahead). ``XAHEAD``: the next K
@@ -595,6 +612,8 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
     e = gl.load(bexp_ptr + blk)
     if e < 0:
         return
+    if TABVEC:
+        pt0, pt1, pt2, pt3 = _table_in_lanes(pt0, pt1, pt2, pt3, K, LW)
     # K part of this program (SPLITK > 1): its pointers start there, its loop runs over KS
     # (written as whole windows, so the compiler sees the alignment its vector loads need)
     if SPLITK > 1:
@@ -709,11 +728,11 @@ def mma2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr
                 FMT: gl.constexpr, HAS_S2: gl.constexpr, WEIGHT_ON_INPUT: gl.constexpr, PAIR_ROWS: gl.constexpr,
                 BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, MMA: gl.constexpr, LW: gl.constexpr,
                 XL: gl.constexpr, SPLIT: gl.constexpr = 1, TILED: gl.constexpr = False, AHEAD: gl.constexpr = 1,
-                XAHEAD: gl.constexpr = False, XREG: gl.constexpr = False):
+                XAHEAD: gl.constexpr = False, XREG: gl.constexpr = False, TABVEC: gl.constexpr = False):
     """Down rows [j·BN, +BN) of one expert block from the intermediate cache (K = the
     intermediate size, in activation order): each pair's row stored (PAIR_ROWS) or
     added atomically into its token's row. ``AHEAD``, ``XAHEAD``, ``XREG`` (the intermediate
-    then in fragment order): as in mma13_kernel."""
+    then in fragment order), ``TABVEC``: as in mma13_kernel."""
     gl.static_assert(AHEAD == 1 or AHEAD == 2, "one or two K steps of words in flight")
     gl.static_assert(SPLIT == 1 or BK == 128, "split K steps are the halves of one 128-wide window")
     gl.static_assert(not (XREG and XAHEAD), "mma_xreg loads each step's activations into the B operand itself")
@@ -724,6 +743,8 @@ def mma2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr
     e = gl.load(bexp_ptr + blk)
     if e < 0:
         return
+    if TABVEC:
+        pt0, pt1, pt2, pt3 = _table_in_lanes(pt0, pt1, pt2, pt3, K, LW)
     if XREG:
         XO: gl.constexpr = fragment_order_layout(gl.to_linear_layout(B_DOT, [BK // SPLIT, BM]), SPLIT)
         hp = _xreg_ptrs(inter_ptr, (blk * BM + _index(BM, _rank(XO) - 1, XO)).to(gl.int64), stride_im, SPLIT, XO)

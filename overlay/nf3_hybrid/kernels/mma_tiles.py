@@ -163,6 +163,19 @@ def xreg(cfg: dict) -> bool:
     return bool(n)
 
 
+def tabvec(cfg: dict) -> bool:
+    """Tile option ``mma_tabvec`` (mma.sync kernels): 1 holds the decode table's words in
+    vector registers instead of the kernel's scalars, which ptxas keeps in a uniform
+    register and copies before each table lookup (mma_gluon._table_in_lanes says why and
+    how much). A clear error for values other than 0 / 1 and with the wgmma kernels."""
+    n = int(cfg.get("mma_tabvec", 0))
+    if n not in (0, 1):
+        raise ValueError(f"mma_tabvec={n}: 0 or 1")
+    if n and cfg.get("wgmma"):
+        raise ValueError("mma_tabvec=1: an mma.sync tile option (not for the wgmma kernels)")
+    return bool(n)
+
+
 SPLITK = (1, 2, 4)
 
 
@@ -342,6 +355,7 @@ def _kernel_tiles(cfg: dict, size: int, gemm: str) -> tuple:
         xahead(cfg)  # and mma_xahead
         xreg(cfg)  # and mma_xreg
         splitk(cfg)  # and mma_splitk
+        tabvec(cfg)  # and mma_tabvec
         gu = gemm == "13" and wgmma_gu(cfg)
         bm, warps, bn, stages = wgmma_tile(cfg, 2 * size if gu else size)
         tail = wgmma_tail(cfg)
@@ -359,7 +373,7 @@ def _kernel_tiles(cfg: dict, size: int, gemm: str) -> tuple:
     mma, lw, xl = _layouts(bn, BK, warps, split)
     kernel = mma_gluon.mma13_kernel if gemm == "13" else mma_gluon.mma2_kernel
     tiles = dict(BM=cfg["BM"], BN=bn, BK=BK, MMA=mma, LW=lw, XL=xl, SPLIT=split, AHEAD=ahead(cfg), XAHEAD=xahead(cfg),
-                 XREG=xreg(cfg))
+                 XREG=xreg(cfg), TABVEC=tabvec(cfg))
     if gemm == "13":
         tiles["SPLITK"] = splitk(cfg)
     return kernel, bn, warps, tiles
