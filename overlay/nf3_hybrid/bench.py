@@ -415,7 +415,11 @@ SWEEP = {
         # session 23: the decode table's words in vector registers (mma_tabvec): ptxas had
         # copied one from a uniform register before each table lookup. compile_probe, Triton
         # 3.6: tiled NF3 gate/up loop 380 -> 347 instructions (96 registers), down 208 ->
-        # 191; NVFP4 gate/up 426 -> 395 (121 -> 126 registers), down 229 -> 221
+        # 191; NVFP4 gate/up 426 -> 395 (121 -> 126 registers), down 229 -> 221. H200
+        # (bench_moe_h200_s23_tabvec{1,2}_i*.json, two runs) µs at 8 / 16 / 64 tokens: I=512
+        # 160 / 220-221 / 425-428 against 162-164 / 221-223 / 430-432; I=2048 436-448 /
+        # 713-723 / 1561-1575 against 437-441 / 720-725 / 1577-1584; whole steps and
+        # mma_xreg on top no better. Within the noise: off
         dict(_SMALL_MMA, mma_tabvec=1),
         dict(_SMALL_MMA, mma_split=1, mma_tabvec=1),
         dict(_SMALL_MMA, mma_xreg=1, mma_tabvec=1),

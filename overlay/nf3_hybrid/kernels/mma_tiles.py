@@ -167,7 +167,10 @@ def tabvec(cfg: dict) -> bool:
     """Tile option ``mma_tabvec`` (mma.sync kernels): 1 holds the decode table's words in
     vector registers instead of the kernel's scalars, which ptxas keeps in a uniform
     register and copies before each table lookup (mma_gluon._table_in_lanes says why and
-    how much). A clear error for values other than 0 / 1 and with the wgmma kernels."""
+    how much). A clear error for values other than 0 / 1 and with the wgmma kernels. Off
+    by default: on the H200 (session 23) the small class was within -2.4 / +2.7 % of the
+    built-in tiles with it, over two runs at I=512 and I=2048 (bench.py's SWEEP has the
+    numbers) — 9 % fewer instructions, no measurable gain."""
     n = int(cfg.get("mma_tabvec", 0))
     if n not in (0, 1):
         raise ValueError(f"mma_tabvec={n}: 0 or 1")
