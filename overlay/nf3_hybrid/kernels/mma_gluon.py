@@ -591,8 +591,8 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
                  TABVEC: gl.constexpr = False):
     """Gate and up rows [j·BN, +BN) of one expert block; silu(gate)·up into the
     intermediate cache, columns in activation order. ``SPLITK`` > 1 (tile option
-    ``mma_splitk``): program (blk, SPLITK·j') covers rows j = j' % (I / BN) over K part
-    j' // (I / BN) of SPLITK, and stores its fp32 partial sums instead — ``inter_ptr`` is
+    ``mma_splitk``): program (blk, j'), j' < SPLITK·I/BN, covers rows tile j' % (I / BN)
+    over K part j' // (I / BN), and stores its fp32 partial sums instead — ``inter_ptr`` is
     then the partials [slots, SPLITK·2I] (part s's gate columns at 2I·s, its up columns
     I further), which splitk13_kernel sums and finishes. ``TABVEC``: the decode table in
     vector registers (tile option ``mma_tabvec``, _table_in_lanes). ``x_ptr``: fp16 activations in
