@@ -53,7 +53,7 @@ def test_register_loaded_activations_reach_each_p_position_from_its_fragment_pos
     """Tile option ``mma_xreg``: ``fragment_order_layout`` re-indexes a B operand layout
     from activation order p to the coordinates the kernel loads from — fragment position
     128·nw + 32·i + 8·t + v of a whole step, 64·h + 32·i + 8·t + v of half h
-    (``_xreg_ptrs``). Every bit of p (the layout's bases are linear in them) must land on
+    (``_b_ptrs``). Every bit of p (the layout's bases are linear in them) must land on
     a position holding the activation that ``activation_order`` puts at p, and the token
     bits must stay. The compile tests below prove that ``_xreg_operand``'s reshape and
     permute undo exactly this map (assert_trivial)."""

@@ -382,8 +382,8 @@ class Workspace:
         # bytes), so the down GEMM reads it as it is instead of converting every element;
         # one region per tier when the tiers run concurrently
         self.inter_slots = cap
-        regions = 2 if self.side is not None else 1
-        self.inter_cache = torch.empty((regions * cap, self.inter), dtype=torch.float16, device=d)
+        self.regions = 2 if self.side is not None else 1
+        self.inter_cache = torch.empty((self.regions * cap, self.inter), dtype=torch.float16, device=d)
         self.x16 = None  # tile option x16 only: see fp16_activations
         self.x_mma = None  # mma tiles only: see mma_activations
         self.partials = None  # tile option mma_splitk only: see splitk_partials
@@ -422,8 +422,7 @@ class Workspace:
         if self.partials is None or self.partials.shape[1] < parts * 2 * self.inter:
             pairs = min(self.chunk, DECODE_TOKENS) * self.topk
             self.partial_slots = align.capacity(pairs, self.n_local, self.max_block)[0]
-            regions = 2 if self.side is not None else 1
-            self.partials = torch.empty((regions * self.partial_slots, parts * 2 * self.inter), dtype=torch.float32,
+            self.partials = torch.empty((self.regions * self.partial_slots, parts * 2 * self.inter), dtype=torch.float32,
                                         device=self.device)
         if slots > self.partial_slots:
             raise CapacityError(f"nf3-hybrid: tile option mma_splitk serves batches of at most {DECODE_TOKENS} "
@@ -582,7 +581,7 @@ class TritonTier(TierBackend):
                                    "run on the mma.sync kernels")
                 # the wgmma kernels' register cap does not carry over to the mma.sync ones
                 cfg = {k: v for k, v in cfg.items() if k not in ("wgmma", "wg_maxnreg")}
-            parts = 1 if cfg.get("wgmma") else mma_tiles.splitk(cfg)
+            parts = mma_tiles.splitk(cfg)
             partials = self.ws.splitk_partials(parts, region, sorted_ids.numel()) if parts > 1 else None
             mma_tiles.launch_w13(x_mma, t.w13, self.w13_scale, t.w13_scale_2, sorted_ids, block_expert, tw, inter,
                                  num_pairs, topk, t.inter, self.fmt, on_input, cfg, self.mma_words, tiled=self.tiled,

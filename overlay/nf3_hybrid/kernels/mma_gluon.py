@@ -418,15 +418,32 @@ def _xreg_operand(v, SPLIT: gl.constexpr, B_DOT: gl.constexpr):
 
 
 @gluon.jit
-def _xreg_ptrs(base, rows, stride, SPLIT: gl.constexpr, XO: gl.constexpr):
-    """Pointers in ``XO`` (``fragment_order_layout``) to the first K step's (or its first
-    half's) activations of rows ``rows`` (int64, along XO's last dimension); a half h is
-    64 further on."""
-    if SPLIT == 2:
-        offs = 32 * _index(2, 0, XO) + 8 * _index(4, 1, XO) + _index(8, 2, XO)
+def _b_ptrs(base, stride, slot0, sorted_ptr, P, topk, GATHER: gl.constexpr, BM: gl.constexpr, BK: gl.constexpr,
+            SPLIT: gl.constexpr, XL: gl.constexpr, B_DOT: gl.constexpr, XREG: gl.constexpr):
+    """Pointers to the first K step's (or its first half's) B operand of the BM slots from
+    ``slot0``: rows ``stride`` apart, each slot's token's (``GATHER``: the gate/up kernel's
+    activations, padding slots reading token 0) or the slot's own (the down kernel's
+    intermediate). Row-contiguous in XL, or with ``XREG`` in ``fragment_order_layout``
+    (a half h then 64 further on, ``_half_offset``)."""
+    XO: gl.constexpr = fragment_order_layout(gl.to_linear_layout(B_DOT, [BK // SPLIT, BM]), SPLIT)
+    if XREG:
+        slot = _index(BM, _rank(XO) - 1, XO)
     else:
-        offs = 128 * _index(_dim(XO, 0), 0, XO) + 32 * _index(4, 1, XO) + 8 * _index(4, 2, XO) + _index(8, 3, XO)
-    return base + rows * stride + offs
+        slot = gl.arange(0, BM, layout=gl.SliceLayout(0, XL))
+    if GATHER:
+        pairs = gl.load(sorted_ptr + slot0 + slot)
+        rows = gl.where(pairs < P, pairs // topk, 0).to(gl.int64)
+    else:
+        rows = (slot0 + slot).to(gl.int64)
+    if not XREG:
+        ptrs = base + gl.expand_dims(rows, 0) * stride + gl.expand_dims(
+            gl.arange(0, BK // SPLIT, layout=gl.SliceLayout(1, XL)), 1)
+    elif SPLIT == 2:
+        ptrs = base + rows * stride + (32 * _index(2, 0, XO) + 8 * _index(4, 1, XO) + _index(8, 2, XO))
+    else:
+        ptrs = base + rows * stride + (128 * _index(_dim(XO, 0), 0, XO) + 32 * _index(4, 1, XO)
+                                       + 8 * _index(4, 2, XO) + _index(8, 3, XO))
+    return ptrs
 
 
 @gluon.jit
@@ -622,15 +639,7 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
         j = j % (I // BN)
     else:
         KS = K
-    if XREG:
-        XO: gl.constexpr = fragment_order_layout(gl.to_linear_layout(B_DOT, [BK // SPLIT, BM]), SPLIT)
-        pairs_o = gl.load(sorted_ptr + blk * BM + _index(BM, _rank(XO) - 1, XO))
-        xp = _xreg_ptrs(x_ptr, gl.where(pairs_o < P, pairs_o // topk, 0).to(gl.int64), stride_xm, SPLIT, XO)
-    else:
-        pairs_x = gl.load(sorted_ptr + blk * BM + gl.arange(0, BM, layout=gl.SliceLayout(0, XL)))
-        tok_x = gl.where(pairs_x < P, pairs_x // topk, 0).to(gl.int64)
-        xp = (x_ptr + gl.expand_dims(tok_x, 0) * stride_xm
-              + gl.expand_dims(gl.arange(0, BK // SPLIT, layout=gl.SliceLayout(1, XL)), 1))
+    xp = _b_ptrs(x_ptr, stride_xm, blk * BM, sorted_ptr, P, topk, True, BM, BK, SPLIT, XL, B_DOT, XREG)
     gw, gs = _group_ptrs(w_ptr, s_ptr, e, j * BN, stride_we, stride_wn, stride_se, stride_sn, BN, BK, LW, FMT, TILED)
     if SPLITK > 1:
         xp = xp + kpart * KS  # every order repeats per 128-wide window, and KS is whole windows
@@ -745,13 +754,7 @@ def mma2_kernel(inter_ptr, stride_im, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr
         return
     if TABVEC:
         pt0, pt1, pt2, pt3 = _table_in_lanes(pt0, pt1, pt2, pt3, K, LW)
-    if XREG:
-        XO: gl.constexpr = fragment_order_layout(gl.to_linear_layout(B_DOT, [BK // SPLIT, BM]), SPLIT)
-        hp = _xreg_ptrs(inter_ptr, (blk * BM + _index(BM, _rank(XO) - 1, XO)).to(gl.int64), stride_im, SPLIT, XO)
-    else:
-        slots_x = (blk * BM + gl.arange(0, BM, layout=gl.SliceLayout(0, XL))).to(gl.int64)
-        hp = (inter_ptr + gl.expand_dims(slots_x, 0) * stride_im
-              + gl.expand_dims(gl.arange(0, BK // SPLIT, layout=gl.SliceLayout(1, XL)), 1))
+    hp = _b_ptrs(inter_ptr, stride_im, blk * BM, sorted_ptr, P, topk, False, BM, BK, SPLIT, XL, B_DOT, XREG)
     wp, sp = _group_ptrs(w_ptr, s_ptr, e, j * BN, stride_we, stride_wn, stride_se, stride_sn, BN, BK, LW, FMT, TILED)
     acc = gl.zeros([BN, BM], gl.float32, MMA)
     wd, sc = _load_group(wp, sp, 0, 0, FMT, TILED)
