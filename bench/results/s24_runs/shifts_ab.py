@@ -3,7 +3,9 @@
 the blocks ptx_decode.SHIFTS_ON_FMA names ("gemv": the decode GEMV's, the new default), so
 that they can be timed on one host in alternating processes.
 Usage: PYTHONPATH=$PWD/overlay python3 bench/results/s24_runs/shifts_ab.py alu|fma|gemv BENCH-ARGS...
-The blocks are swapped before any kernel module imports them (they copy the strings at import)."""
+The blocks are swapped before any kernel module imports them (they copy the strings at import).
+It needs ptx_decode.render, which is in commit eb16584 only (calls 3 and 4 ran that commit's
+tree); the next commit took the change out again (measured within noise or slower)."""
 import sys
 
 from nf3_hybrid.kernels import ptx_decode

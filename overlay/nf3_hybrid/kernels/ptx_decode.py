@@ -35,6 +35,16 @@ operands already have.
   bytes are all zero); signs are copied into the high bytes with ``prmt``'s sign-replicate
   mode.
 
+Session 24, tried and dropped (eb16584): the blocks' constant shifts written as multiplies
+(``mul.hi.u32`` / ``mul.lo.u32``), which ptxas issues as IMAD on the FMA pipe instead of SHF
+on the ALU pipe — session 20's ncu had the ALU pipe the busiest (GEMV 70 %, NF3 mma.sync
+gate/up 55 %; "math pipe throttle" the first stall). compile_probe (Triton 3.6): the tiled
+NF3 gate/up loop's SHF 32 → 16, the GEMV's NF3 loop 31 → 6. H200, hybrid layer, alternating
+processes (bench/results/bench_moe_h200_s24_{alu,fma,gemv}*.json): with every block moved the
+GEMV was within noise and the grouped kernels 2 % slower at 16-64 tokens and 2-7 % at
+512-2048; with the GEMV's blocks only, within ±3 % of the shifts at 1-16 tokens. Neither
+kernel is bound by the ALU pipe's throughput alone.
+
 The instruction lists below are the single source of both the PTX text and
 ``emulate`` — a Python interpreter of exactly these instructions, so that the CPU suite
 checks the bit logic against the format decoders (the Triton interpreter cannot run
@@ -42,7 +52,6 @@ inline assembly; there the kernels look codes up in a table instead).
 """
 from __future__ import annotations
 
-import re
 import struct
 from typing import Dict, List, Sequence
 
@@ -116,43 +125,6 @@ def _lines(body: str) -> List[str]:
     return [ln.strip() for ln in body.strip().splitlines() if ln.strip()]
 
 
-# Constant shifts as integer multiplies (shr n: the high word of a product by 2**(32-n);
-# shl n: the low word of a product by 2**n), which ptxas issues as IMAD.HI / IMAD.SHL on
-# the FMA pipe instead of SHF on the ALU pipe, for the blocks named in SHIFTS_ON_FMA: the
-# decode GEMV's dot blocks. Why: session 20's ncu had the GEMV's ALU pipe the busiest of its
-# pipes (70 % of cycles, FMA 27-40 %) — byte permutes, masks and shifts all issue there, at
-# half rate — and its NF3 loop spends about as many ALU-pipe cycles as issue slots.
-# Session 24, H200, the hybrid layer in alternating processes with every block's shifts
-# moved (bench/results/bench_moe_h200_s24_{alu,fma}{1,2}.json): the GEMV 1-5 % faster at
-# 1-2 tokens and ~1 % at 4-8 (I=512), but the grouped mma / wgmma kernels 2 % slower at
-# 16-64 tokens and 2-7 % at 512-2048 — they are not bound by the ALU pipe (the stream probe,
-# bench/stream_probe.py, and session 20's ncu: their ALU pipe 55 % busy), so there the
-# extra IMADs only lengthen the decode's dependency chains. Their blocks keep the shifts.
-SHIFTS_ON_FMA = frozenset({"NF3_UNIT_DOT_ASM", "E2M1_DOT_ASM"})
-_SHIFT = re.compile(r"(shr|shl)\.b32 (\w+), (\w+), (\d+);")
-
-
-def _fma_shifts(body: str) -> str:
-    """``body`` with each constant shift written as a multiply."""
-    out = []
-    for line in _lines(body):
-        m = _SHIFT.fullmatch(line)
-        if m:
-            op, d, a, n = m.group(1), m.group(2), m.group(3), int(m.group(4))
-            if not 0 < n < 32:
-                raise ValueError(f"shift by {n} in {line!r}: only 1-31 have a multiply form")
-            line = (f"mul.hi.u32 {d}, {a}, {hex(1 << (32 - n))};" if op == "shr"
-                    else f"mul.lo.u32 {d}, {a}, {hex(1 << n)};")
-        out.append(line)
-    return "\n".join(out)
-
-
-def _bodies(fma_shifts: bool):
-    """(NF3 word body, NF3 fourth-word prologue, e2m1 word body), shifts as multiplies or not."""
-    bodies = (_NF3_BODY, _NF3_FOURTH, _E2M1_BODY)
-    return tuple(_fma_shifts(b) for b in bodies) if fma_shifts else bodies
-
-
 def _renamed(body: str, names: Dict[str, str]) -> List[str]:
     """The body's instructions with the named inputs replaced by their operands."""
     out = []
@@ -201,9 +173,18 @@ def _render_values(body: str, inputs: Sequence[str]) -> str:
     return "\n".join(out)
 
 
+NF3_UNIT_DOT_ASM = _render_dot(_NF3_FOURTH, _NF3_BODY, _UNIT_INPUTS, ("A", "B", "C", "d"))
 NF3_UNIT_DOT_CONSTRAINTS = "=r," + ",".join(["r"] * len(_UNIT_INPUTS))
+# the grouped (tensor-core) path's NF3 tile: the values, scaled and fed to tl.dot there
+NF3_VALUES_ASM = _render_values(_NF3_BODY, ("w", "L0", "L1", "H0", "H1"))
 NF3_VALUES_CONSTRAINTS = ",".join(["=h"] * 8 + ["r"] * 5)
+# the grouped path's NVFP4 tile (tile option ``ptx4``): one e2m1 word's eight values
+E2M1_VALUES_ASM = _render_values(_E2M1_BODY, ("w", "ta", "tb", "z"))
 E2M1_VALUES_CONSTRAINTS = ",".join(["=h"] * 8 + ["r"] * 4)
+# the decode GEMV's e2m1 block, one word. (Session 8: two words per block, an NVFP4 scale
+# group summed in fp16, cut the down GEMV's e2m1 loop 542 → 507 SASS instructions but took
+# the gate/up GEMV to 132 registers and added a layout conversion — not timed, left out.)
+E2M1_DOT_ASM = _render_dot("", _E2M1_BODY, _E2M1_INPUTS, ("w",))
 E2M1_DOT_CONSTRAINTS = "=r," + ",".join(["r"] * len(_E2M1_INPUTS))
 
 
@@ -267,10 +248,6 @@ def _run(body: str, regs: Dict[str, int]) -> None:
             r = v[0] << v[1]
         elif op == "shr.b32":
             r = v[0] >> v[1]
-        elif op == "mul.hi.u32":
-            r = (v[0] * v[1]) >> 32
-        elif op == "mul.lo.u32":
-            r = v[0] * v[1]
         elif op == "and.b32":
             r = v[0] & v[1]
         elif op == "lop3.b32":
@@ -290,32 +267,29 @@ def _halves(regs: Dict[str, int]) -> List[int]:
     return halves
 
 
-def emulate(kind: str, word: int, tables: Sequence[int] = (), fma_shifts: bool = False) -> List[int]:
+def emulate(kind: str, word: int, tables: Sequence[int] = ()) -> List[int]:
     """The eight fp16 bit patterns the PTX block computes for one word (``kind`` 'nf3': a
-    nibble-layout word, or 'e2m1'; ``tables`` = nf3_table_words(...) for NF3), with its
-    shifts as multiplies if ``fma_shifts`` (SHIFTS_ON_FMA)."""
-    nf3_body, _, e2m1_body = _bodies(fma_shifts)
+    nibble-layout word, or 'e2m1'; ``tables`` = nf3_table_words(...) for NF3)."""
     regs: Dict[str, int] = {"w": word & MASK32}
     if kind == "nf3":
         regs.update(zip(("L0", "L1", "H0", "H1"), (t & MASK32 for t in tables)))
-        _run(nf3_body, regs)
+        _run(_NF3_BODY, regs)
     else:
         regs.update(zip(("ta", "tb", "z"), E2M1_TABLE_WORDS))
-        _run(e2m1_body, regs)
+        _run(_E2M1_BODY, regs)
     return _halves(regs)
 
 
-def emulate_nf3_group(words: Sequence[int], tables: Sequence[int], fma_shifts: bool = False) -> List[int]:
+def emulate_nf3_group(words: Sequence[int], tables: Sequence[int]) -> List[int]:
     """The 32 fp16 bit patterns the unit block decodes from one group's three nibble-layout
     words (A, B, C), in code order."""
-    nf3_body, nf3_fourth, _ = _bodies(fma_shifts)
     regs: Dict[str, int] = dict(zip(("A", "B", "C"), (w & MASK32 for w in words)))
     regs.update(zip(("L0", "L1", "H0", "H1"), (t & MASK32 for t in tables)))
-    _run(nf3_fourth, regs)
+    _run(_NF3_FOURTH, regs)
     out: List[int] = []
     for name in ("A", "B", "C", "d"):
         regs["w"] = regs[name]
-        _run(nf3_body, regs)
+        _run(_NF3_BODY, regs)
         out += _halves(regs)
     return out
 
@@ -344,53 +318,7 @@ def _render_scaled_values(body: str, tables: Sequence[str]) -> str:
     return "\n".join(out)
 
 
+NF3_SCALED_ASM = _render_scaled_values(_NF3_BODY, ("L0", "L1", "H0", "H1"))
 NF3_SCALED_CONSTRAINTS = ",".join(["=h"] * 8 + ["r"] * 6)
+E2M1_SCALED_ASM = _render_scaled_values(_E2M1_BODY, ("ta", "tb", "z"))
 E2M1_SCALED_CONSTRAINTS = ",".join(["=h"] * 8 + ["r"] * 5)
-
-
-def render(fma_shifts=None) -> Dict[str, str]:
-    """Every PTX block the kernels use, by the name it is exported under. ``fma_shifts``:
-    the names of the blocks whose shifts become multiplies (_fma_shifts), True for all,
-    False for none; default SHIFTS_ON_FMA."""
-    if fma_shifts is None:
-        fma_shifts = SHIFTS_ON_FMA
-    if fma_shifts is True:
-        on = set(BLOCKS)
-    elif fma_shifts is False:
-        on = set()
-    else:
-        on = set(fma_shifts)
-    if on - set(BLOCKS):
-        raise ValueError(f"no PTX blocks named {sorted(on - set(BLOCKS))}; the blocks: {BLOCKS}")
-    plain, moved = _bodies(False), _bodies(True)
-
-    def b(name):
-        return moved if name in on else plain
-
-    return {
-        "NF3_UNIT_DOT_ASM": _render_dot(b("NF3_UNIT_DOT_ASM")[1], b("NF3_UNIT_DOT_ASM")[0], _UNIT_INPUTS,
-                                        ("A", "B", "C", "d")),
-        # the grouped (tensor-core) path's NF3 tile: the values, scaled and fed to tl.dot there
-        "NF3_VALUES_ASM": _render_values(b("NF3_VALUES_ASM")[0], ("w", "L0", "L1", "H0", "H1")),
-        # the grouped path's NVFP4 tile (tile option ``ptx4``): one e2m1 word's eight values
-        "E2M1_VALUES_ASM": _render_values(b("E2M1_VALUES_ASM")[2], ("w", "ta", "tb", "z")),
-        # the decode GEMV's e2m1 block, one word. (Session 8: two words per block, an NVFP4
-        # scale group summed in fp16, cut the down GEMV's e2m1 loop 542 → 507 SASS
-        # instructions but took the gate/up GEMV to 132 registers and added a layout
-        # conversion — not timed, left out.)
-        "E2M1_DOT_ASM": _render_dot("", b("E2M1_DOT_ASM")[2], _E2M1_INPUTS, ("w",)),
-        # the mma kernels' blocks (kernels/mma_gluon.py)
-        "NF3_SCALED_ASM": _render_scaled_values(b("NF3_SCALED_ASM")[0], ("L0", "L1", "H0", "H1")),
-        "E2M1_SCALED_ASM": _render_scaled_values(b("E2M1_SCALED_ASM")[2], ("ta", "tb", "z")),
-    }
-
-
-BLOCKS = ("NF3_UNIT_DOT_ASM", "NF3_VALUES_ASM", "E2M1_VALUES_ASM", "E2M1_DOT_ASM", "NF3_SCALED_ASM",
-          "E2M1_SCALED_ASM")
-_rendered = render()
-NF3_UNIT_DOT_ASM = _rendered["NF3_UNIT_DOT_ASM"]
-NF3_VALUES_ASM = _rendered["NF3_VALUES_ASM"]
-E2M1_VALUES_ASM = _rendered["E2M1_VALUES_ASM"]
-E2M1_DOT_ASM = _rendered["E2M1_DOT_ASM"]
-NF3_SCALED_ASM = _rendered["NF3_SCALED_ASM"]
-E2M1_SCALED_ASM = _rendered["E2M1_SCALED_ASM"]
