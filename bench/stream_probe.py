@@ -4,7 +4,9 @@ mma13_kernel on the tiled NF3 layout (formats/nf3_tiled.py): one program per (ex
 tile of BN gate rows and their BN up rows), each of its W warps one 16-row block of the
 gate rows and the same block of the up rows, every K step three 256-byte word runs and a
 64-byte scale run of each — then an optional integer busy-loop per loaded word (``work``)
-to stand in for the decode's instruction count, and a switch to a persistent grid.
+to stand in for the decode's instruction count, the real decode itself (``decode``: the
+decode GEMV's NF3 byte-permute block on each lane's gate and up groups), and a switch to a
+persistent grid.
 
 Why: session 23 found the small class limited by none of the warps in flight, the
 B-operand barrier or the instruction count (docs/measurements.md); the layer reads at
@@ -17,7 +19,9 @@ checked against torch on the first run), so its GB/s is bytes / median graph-rep
 
 Usage (any CUDA GPU, no vLLM): PYTHONPATH=overlay python3 bench/stream_probe.py OUT.json
 [--inter 512] [--tokens 16]; on the CPU ``TRITON_INTERPRET=1 ... --check`` runs the
-checksums on a small shape only.
+checksums on a small shape only (no decode or barriers there: no inline assembly under the
+interpreter); ``--sass 90 [--only NAME]`` compiles the probes without a GPU and prints
+their K loops' SASS counts as JSON.
 """
 from __future__ import annotations
 
@@ -33,15 +37,25 @@ import torch
 import triton
 import triton.language as tl
 
+from nf3_hybrid.formats import nf3
+from nf3_hybrid.kernels import ptx_decode
+
 WORDS = tl.constexpr(3)  # 32-bit code words a lane holds per NF3 group (the nibble layout's)
 RUN = tl.constexpr(64)  # words of one 256-byte run: 32 lanes × two rows
 SCALE_RUN = tl.constexpr(16)  # words of one tile's 64 scale bytes
+_UNIT_ASM = tl.constexpr(ptx_decode.NF3_UNIT_DOT_ASM)
+_UNIT_CONS = tl.constexpr(ptx_decode.NF3_UNIT_DOT_CONSTRAINTS)
+# the decode stand-in's codebook table (the default NF3 levels) and activation pair (1.0, 1.0
+# in fp16, passed at run time so that ptxas cannot fold the multiplies)
+TABLE = ptx_decode.nf3_table_words(nf3.CODEBOOK)
+XPAIR = 0x3C003C00
 
 
 @triton.jit
 def _stream_kernel(w_ptr, s_ptr, exp_ptr, out_ptr, stride_we, stride_se, up_words, up_scales, steps, items,
+                   t0, t1, t2, t3, xpair, live,
                    PER_EXPERT: tl.constexpr, W: tl.constexpr, WORK: tl.constexpr, AHEAD: tl.constexpr,
-                   PERSIST: tl.constexpr, PAD: tl.constexpr, BAR: tl.constexpr = 0):
+                   PERSIST: tl.constexpr, PAD: tl.constexpr, BAR: tl.constexpr = 0, DECODE: tl.constexpr = 0):
     """Item i = (expert slot i // PER_EXPERT, row tile i % PER_EXPERT); warp w of it reads
     16-row block (tile·W + w) of the gate rows and of the up rows: per K step WORDS runs of
     RUN words and one run of SCALE_RUN scale words, contiguous over the steps (the tiled
@@ -49,7 +63,13 @@ def _stream_kernel(w_ptr, s_ptr, exp_ptr, out_ptr, stride_we, stride_se, up_word
     ``PAD`` > 0 (a power of 2) keeps PAD more copies of each step's value live across the
     loop (copy j: pad = 3·pad + (v ^ j), summed over the copies at the end): 2·PAD registers a lane, to hold the probe
     at the real kernel's register count and so its occupancy. ``BAR``: CTA barriers a K
-    step, as the real kernel's shared-memory staging of the activations has."""
+    step, as the real kernel's shared-memory staging of the activations has. ``DECODE``:
+    each lane's gate group (its words of the three runs) and up group go through the decode
+    GEMV's NF3 unit block (ptx_decode: the fourth word gathered, four words decoded by byte
+    permutes — the same ~1.5 ALU-pipe instructions a weight as the real kernels — and 16
+    packed multiply-adds with the activation pair ``xpair``), summed in fp32; the sum is
+    and-ed with ``live`` (0 at run time) into the checksum, so the work is kept and the
+    checksum stays the words'."""
     rows = tl.arange(0, W)[:, None]
     cols = tl.arange(0, RUN)[None, :]
     scols = tl.arange(0, SCALE_RUN)[None, :]
@@ -62,6 +82,9 @@ def _stream_kernel(w_ptr, s_ptr, exp_ptr, out_ptr, stride_we, stride_se, up_word
         sp = s_ptr + e * stride_se + block * (steps * SCALE_RUN) + scols
         acc = tl.zeros([W, RUN], tl.int32)
         sacc = tl.zeros([W, SCALE_RUN], tl.int32)
+        if DECODE:
+            dec = tl.zeros([W, RUN], tl.float32)
+            xp = tl.zeros([W, RUN], tl.int32) + xpair
         if PAD:
             pad = tl.zeros([W, PAD, RUN], tl.int32)
             copy = tl.arange(0, PAD)[None, :, None]
@@ -99,6 +122,11 @@ def _stream_kernel(w_ptr, s_ptr, exp_ptr, out_ptr, stride_we, stride_se, up_word
                 gs = tl.load(sp + so)
                 us = tl.load(sp + up_scales + so)
             v = g0 ^ g1 ^ g2 ^ u0 ^ u1 ^ u2
+            if DECODE:
+                dec += tl.inline_asm_elementwise(_UNIT_ASM, _UNIT_CONS, [g0, g1, g2] + [xp] * 16 + [t0, t1, t2, t3],
+                                                 dtype=tl.float32, is_pure=True, pack=1)
+                dec += tl.inline_asm_elementwise(_UNIT_ASM, _UNIT_CONS, [u0, u1, u2] + [xp] * 16 + [t0, t1, t2, t3],
+                                                 dtype=tl.float32, is_pure=True, pack=1)
             for _ in tl.static_range(BAR):  # (tl.debug_barrier() here was compiled away)
                 k = tl.inline_asm_elementwise("bar.sync 0;\nmov.b32 $0, $1;", "=r,r", [k], dtype=tl.int32,
                                               is_pure=False, pack=1)
@@ -112,6 +140,8 @@ def _stream_kernel(w_ptr, s_ptr, exp_ptr, out_ptr, stride_we, stride_se, up_word
                 g0, g1, g2, u0, u1, u2, gs, us = n0, n1, n2, m0, m1, m2, ns, ms
         if PAD:
             acc ^= tl.sum(pad, axis=1)
+        if DECODE:
+            acc ^= dec.to(tl.int32, bitcast=True) & live
         out = out_ptr + item * (W * (RUN + SCALE_RUN)) + rows * (RUN + SCALE_RUN)
         tl.store(out + cols, acc)
         tl.store(out + RUN + scols, sacc)
@@ -148,16 +178,16 @@ class Tier:
 
 
 def launch(tier: Tier, experts: torch.Tensor, out: torch.Tensor, bn: int, warps: int, work: int, ahead: bool,
-           persist: int, pad: int = 0, bar: int = 0):
+           persist: int, pad: int = 0, bar: int = 0, decode: int = 0):
     if bn != 16 * warps or tier.blocks % warps:
         raise ValueError(f"BN {bn} must be 16 rows a warp ({warps} warps) and divide the {tier.blocks} blocks")
     per_expert = tier.blocks // warps
     items = experts.numel() * per_expert
     grid = (min(persist, items) if persist else items,)
     return _stream_kernel[grid](tier.w, tier.s, experts, out, tier.w.stride(0), tier.s.stride(0), tier.w.stride(1),
-                         tier.s.stride(1), tier.steps, items, PER_EXPERT=per_expert, W=warps, WORK=work,
-                         AHEAD=ahead, PERSIST=bool(persist), PAD=pad, BAR=bar,
-                                num_warps=warps)
+                         tier.s.stride(1), tier.steps, items, *TABLE, XPAIR, 0, PER_EXPERT=per_expert, W=warps,
+                         WORK=work, AHEAD=ahead, PERSIST=bool(persist), PAD=pad, BAR=bar, DECODE=decode,
+                         num_warps=warps)
 
 
 def expected(tier: Tier, experts: torch.Tensor, warps: int, work: int, pad: int = 0) -> torch.Tensor:
@@ -196,7 +226,7 @@ def hit_experts(tokens: int, experts: int, kept: int, topk: int, seed: int, devi
 # step and 96 registers (bench/compile_probe.py --mma --cfg BM=16,split=2,tiled=1); a
 # WORK iteration is two multiply-adds a lane, a PAD copy four instructions and two registers
 PROBES = [
-    # name, BN, warps, work, ahead, persistent programs (0: one program per item)[, pad[, barriers]]
+    # name, BN, warps, work, ahead, persistent programs (0: one program per item)[, pad[, barriers[, decode]]]
     ("mirror", 64, 4, 0, True, 0),
     ("mirror_work16", 64, 4, 16, True, 0),
     ("mirror_work32", 64, 4, 32, True, 0),
@@ -224,13 +254,22 @@ PROBES = [
     ("pad16_work60_bar2", 64, 4, 60, True, 0, 16, 2),
     ("pad32_work0_bar2", 64, 4, 0, True, 0, 32, 2),
     ("pad32_work0_noahead_bar2", 64, 4, 0, False, 0, 32, 2),
+    # the real decode's ALU-pipe instructions (session 25): is the byte-permute decode what
+    # holds the real kernel at ~55 % of this pattern's speed?
+    ("decode", 64, 4, 0, True, 0, 0, 0, 1),
+    ("decode_noahead", 64, 4, 0, False, 0, 0, 0, 1),
+    ("decode_bar2", 64, 4, 0, True, 0, 0, 2, 1),
+    ("decode_pad16", 64, 4, 0, True, 0, 16, 0, 1),
+    ("decode_pad16_bar2", 64, 4, 0, True, 0, 16, 2, 1),
+    ("bn32_w2_decode", 32, 2, 0, True, 0, 0, 0, 1),
+    ("bn128_w8_decode", 128, 8, 0, True, 0, 0, 0, 1),
 ]
 
 
 def _probe(row):
-    """(name, BN, warps, work, ahead, persistent programs, pad, barriers) of a PROBES row."""
+    """(name, BN, warps, work, ahead, persistent programs, pad, barriers, decode) of a PROBES row."""
     name, bn, warps, work, ahead, persist, *rest = row
-    rest = list(rest) + [0] * (2 - len(rest))
+    rest = list(rest) + [0] * (3 - len(rest))
     return (name, bn, warps, work, ahead, persist, *rest)
 
 
@@ -239,26 +278,25 @@ def check(device, tiers: int, inter: int, hidden: int, tokens: int):
     a word would not)."""
     tier = Tier(tiers, inter, hidden, device)
     hit = hit_experts(tokens, tiers + 4, 4, 2, 0, device)
-    for name, bn, warps, work, ahead, persist, pad, bar in map(_probe, PROBES):
+    for name, bn, warps, work, ahead, persist, pad, bar, decode in map(_probe, PROBES):
         if tier.blocks % warps:
             continue
         out = torch.full((hit.numel() * tier.blocks // warps, warps, RUN + SCALE_RUN), -1, dtype=torch.int32,
                          device=device)
-        # (no inline assembly, so no barrier, under the CPU interpreter)
-        launch(tier, hit, out, bn, warps, min(work, 2), ahead, min(persist, 3), min(pad, 2),
-               bar if str(device) != "cpu" else 0)
+        # (no inline assembly, so no barrier and no decode, under the CPU interpreter)
+        gpu = str(device) != "cpu"
+        launch(tier, hit, out, bn, warps, min(work, 2), ahead, min(persist, 3), min(pad, 2), bar if gpu else 0,
+               decode if gpu else 0)
         ref = expected(tier, hit, warps, min(work, 2), min(pad, 2))
         if not torch.equal(out, ref):
             raise AssertionError(f"probe {name}: checksum differs from torch's on {int((out != ref).sum())} words")
     return True
 
 
-def real_kernels(inter: int, tokens: int) -> list:
-    """The hybrid layer's own kernels at this size on the grouped path, tiers one after the
-    other (kept, then NF3), as (name, µs) in launch order from torch.profiler: the NF3
-    tier's mma13_kernel is the second one. bench's random tiers and routing."""
-    from torch.profiler import ProfilerActivity, profile
-
+def real_layer(inter: int, tokens: int):
+    """The hybrid layer at this size on the grouped path, tiers one after the other (kept,
+    then NF3; bench's random tiers and routing), warmed up: (run, restore), ``run()`` one
+    forward pass, ``restore()`` puts the concurrent tiers back."""
     from nf3_hybrid import bench
     from nf3_hybrid.backends import triton_tiers
     from nf3_hybrid.backends.executor import LayerExecutor
@@ -276,18 +314,31 @@ def real_kernels(inter: int, tokens: int) -> list:
                                                         [i - kn if i >= kn else -1 for i in range(e)], 2), ws)}, h)
     w, ids = bench.random_routing(tokens, e, topk, tokens)
     x = (torch.randn(tokens, h, device="cuda") * 0.5).to(torch.bfloat16)
+
+    def restore():
+        triton_tiers.CONCURRENT_TIERS = True
+
+    return (lambda: ex.forward(x, w, ids)), restore
+
+
+def real_kernels(inter: int, tokens: int) -> list:
+    """The real layer's kernels (real_layer) as (name, µs) in launch order from
+    torch.profiler: the NF3 tier's mma13_kernel is the second one."""
+    from torch.profiler import ProfilerActivity, profile
+
+    run, restore = real_layer(inter, tokens)
     for _ in range(3):
-        ex.forward(x, w, ids)
+        run()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        ex.forward(x, w, ids)
+        run()
         torch.cuda.synchronize()
     kernels = sorted((ev for ev in prof.events() if ev.device_type.name == "CUDA"), key=lambda ev: ev.time_range.start)
-    triton_tiers.CONCURRENT_TIERS = True
+    restore()
     return [(ev.name[:40], round(ev.time_range.elapsed_us(), 2)) for ev in kernels]
 
 
-def sass_counts(arch: int = 90) -> dict:
+def sass_counts(arch: int = 90, only=None) -> dict:
     """Each probe compiled for ``arch`` without a GPU (compile_probe's way): registers and
     the K loop's SASS instructions, to set WORK and PAD against the real kernel's."""
     import compile_probe
@@ -296,8 +347,11 @@ def sass_counts(arch: int = 90) -> dict:
 
     kern = _stream_kernel
     out = {}
-    for name, bn, warps, work, ahead, persist, pad, bar in map(_probe, PROBES):
-        consts = dict(PER_EXPERT=8, W=warps, WORK=work, AHEAD=ahead, PERSIST=bool(persist), PAD=pad, BAR=bar)
+    for name, bn, warps, work, ahead, persist, pad, bar, decode in map(_probe, PROBES):
+        if only and name not in only:
+            continue
+        consts = dict(PER_EXPERT=8, W=warps, WORK=work, AHEAD=ahead, PERSIST=bool(persist), PAD=pad, BAR=bar,
+                      DECODE=decode)
         sig = {n: ("constexpr" if n in consts else "*i32" if n.endswith("_ptr") else "i32") for n in kern.arg_names}
         attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(kern.arg_names) if sig[n] != "constexpr"}
         src = ASTSource(kern, sig, constexprs={(kern.arg_names.index(k),): v for k, v in consts.items()},
@@ -313,7 +367,7 @@ def sass_counts(arch: int = 90) -> dict:
             usage = subprocess.run([str(cuobjdump), "--dump-resource-usage", str(cubin)], capture_output=True,
                                    text=True, check=True).stdout
         body = max(compile_probe.loops(sass), key=lambda lp: lp["instructions"])
-        out[name] = dict(loop_instructions=body["instructions"], top=body["top"][:5],
+        out[name] = dict(loop_instructions=body["instructions"], top=body["top"][:5], ops=dict(body["top"]),
                          regs=int(re.search(r"REG:(\d+)", usage).group(1)))
         print(name, out[name], flush=True)
     return out
@@ -333,7 +387,7 @@ def main(argv=None) -> int:
                     "print their K loops' SASS instruction counts")
     a = ap.parse_args(argv)
     if a.sass:
-        sass_counts(a.sass)
+        print(json.dumps(sass_counts(a.sass, a.only)))
         return 0
     if a.check:
         dev = "cuda" if torch.cuda.is_available() else "cpu"
@@ -356,16 +410,17 @@ def main(argv=None) -> int:
                 res.setdefault("real_kernels", {})[f"i{inter}_m{tokens}"] = real
                 print(f"I={inter} m={tokens} real kernels (serial tiers): {real}", flush=True)
             nbytes = hit.numel() * tier.bytes_per_expert()
-            for name, bn, warps, work, ahead, persist, pad, bar in map(_probe, PROBES):
+            for name, bn, warps, work, ahead, persist, pad, bar, decode in map(_probe, PROBES):
                 if a.only and name not in a.only:
                     continue
                 out = torch.empty((hit.numel() * tier.blocks // warps, warps, RUN + SCALE_RUN), dtype=torch.int32,
                                   device=dev)
-                kernel = launch(tier, hit, out, bn, warps, work, ahead, persist, pad, bar)
-                us = bench.time_graph(lambda: launch(tier, hit, out, bn, warps, work, ahead, persist, pad, bar),
-                                      iters=50)
+                args = (tier, hit, out, bn, warps, work, ahead, persist, pad, bar, decode)
+                kernel = launch(*args)
+                us = bench.time_graph(lambda: launch(*args), iters=50)
                 row = dict(inter=inter, tokens=tokens, experts_hit=hit.numel(), probe=name, bn=bn, warps=warps,
-                           work=work, ahead=ahead, persist=persist, pad=pad, barriers=bar, regs=kernel.n_regs,
+                           work=work, ahead=ahead, persist=persist, pad=pad, barriers=bar, decode=decode,
+                           regs=kernel.n_regs,
                            spills=kernel.n_spills, us=round(us, 2), bytes=nbytes,
                            gbs=round(nbytes / us / 1e3, 1), frac_copy_bw=round(nbytes / us / 1e3 / bw, 3))
                 res["runs"].append(row)

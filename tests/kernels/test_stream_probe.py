@@ -36,3 +36,22 @@ def test_bad_tiles_are_refused():
         sp.launch(tier, torch.zeros(1, dtype=torch.int32), None, 48, 4, 0, True, 0)
     with pytest.raises(ValueError, match="whole 16-row blocks"):
         sp.Tier(2, 40, 256, "cpu")
+
+
+def test_the_decode_stand_in_keeps_every_byte_permute_of_the_real_decode():
+    """The decode probe's work is and-ed with a run-time zero into the checksum; were ptxas
+    to see through that, the probe would time the pattern alone and call it the decode.
+    Compiled for SM90 on the CPU (ptxas, no GPU, no interpreter): a K step decodes 16 code
+    words, eight byte permutes each — the real decode's count — and the pattern alone has none."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    res = subprocess.run([sys.executable, str(Path(sp.__file__)), "--sass", "90", "--only", "mirror", "--only",
+                          "decode"], env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    loops = json.loads(res.stdout.strip().splitlines()[-1])
+    assert loops["decode"]["ops"].get("PRMT", 0) == 16 * 8
+    assert loops["mirror"]["ops"].get("PRMT", 0) == 0
