@@ -8,7 +8,7 @@ Usage: python3 bench/compile_probe.py [--arch 90] [--cfg BN13=4,BK13=512,...] [-
        python3 bench/compile_probe.py --mma [--cfg BM=64,fmt=1] (the Gluon mma kernels of
        kernels/mma_gluon.py, as mma_tiles launches them, ahead=2 their mma_ahead, xahead=1 mma_xahead,
        xreg=1 mma_xreg, splitk=2 mma_splitk,
-       tabvec=1 mma_tabvec; wgmma=1,BM=128 the
+       tabvec=1 mma_tabvec, dahead=1 mma_dahead; wgmma=1,BM=128 the
        wgmma kernels)
        (tiled=1 anywhere: an NF3 tier in tiled layout, formats/nf3_tiled.py)
 Another Triton than the venv's (the H200 host has 3.6, the pinned stack 3.8; their code
@@ -188,7 +188,8 @@ def mma(a):
                 AHEAD=cfg.get("ahead", 1), XAHEAD=bool(cfg.get("xahead", 0)), XREG=bool(cfg.get("xreg", 0)),
                 TABVEC=bool(cfg.get("tabvec", 0)))
     parts = int(cfg.get("splitk", 1))
-    kernels = [(mma_gluon.mma13_kernel, dict(SPLITK=parts)), (mma_gluon.mma2_kernel, dict(PAIR_ROWS=True))]
+    kernels = [(mma_gluon.mma13_kernel, dict(SPLITK=parts, DAHEAD=bool(cfg.get("dahead", 0)))),
+               (mma_gluon.mma2_kernel, dict(PAIR_ROWS=True))]
     if parts > 1:
         kernels.append((mma_gluon.splitk13_kernel, dict(SPLITK=parts)))
     for kernel, extra in kernels:

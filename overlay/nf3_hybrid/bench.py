@@ -423,6 +423,14 @@ SWEEP = {
         dict(_SMALL_MMA, mma_tabvec=1),
         dict(_SMALL_MMA, mma_split=1, mma_tabvec=1),
         dict(_SMALL_MMA, mma_xreg=1, mma_tabvec=1),
+        # session 25: the next K step decoded while this one is multiplied (mma_dahead), for
+        # a gate/up kernel whose ALU pipe the decode fills. compile_probe, Triton 3.6, tiled
+        # NF3 gate/up: 96 -> 168 registers (three programs an SM instead of five), loop 380 ->
+        # 477 instructions (PRMT 134 -> 176: the carried fp16 operands repacked). H200
+        # (bench_moe_h200_s25_dahead_i*.json) µs at 8 / 16 / 64 tokens: I=512 198 / 272 / 540
+        # against 163 / 223 / 428; I=2048 548 / 900 / 1964 against 439 / 717 / 1559 — off
+        dict(_SMALL_MMA, mma_dahead=1),
+        dict(_SMALL_MMA, mma_split=1, mma_dahead=1),
     ],
     # session 9 (sweep_h200_s9.json, _s9b.json): the mid tiles with 16-token blocks, from the
     # GEMV's end to 256 tokens

@@ -653,6 +653,18 @@ def test_mma_table_in_vector_registers_gives_the_same_bits(monkeypatch, cls, m, 
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("cls,m", [("small", 5), ("small", 40), ("narrow", 300)])
+@pytest.mark.parametrize("split", [1, 2])
+@pytest.mark.parametrize("on_input", [False, True])
+def test_mma_next_step_decoded_ahead_gives_the_same_bits(monkeypatch, cls, m, split, on_input):
+    """Tile option ``mma_dahead`` (the gate/up kernel decodes the next K step while this
+    one is multiplied) only decodes earlier: the same values into the same MMAs, the same
+    bits as decoding each step when it is multiplied."""
+    _mma_settings_agree(monkeypatch, cls, m, on_input, 67,
+                        [dict(mma_split=split), dict(mma_split=split, mma_dahead=1)])
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("m", [5, 40, 64])
 @pytest.mark.parametrize("parts,extra", [(2, {}), (4, {}), (2, dict(mma_xreg=1)), (4, dict(mma_split=1, mma_ahead=2))])
 @pytest.mark.parametrize("on_input", [False, True])

@@ -410,6 +410,41 @@ def test_table_in_vector_registers_only_on_the_mma_sync_kernels():
         mma_tiles._kernel_tiles({"BM": 16, "wgmma": 1, "mma_tabvec": 1}, 512, "2")
 
 
+def test_decode_ahead_only_on_the_mma_sync_gate_up_kernel():
+    """``mma_dahead``: off unless asked for, the gate/up kernel's only (the down kernel
+    takes no such constexpr); a value other than 0 / 1, a wgmma tile or ``mma_ahead`` 2
+    beside it is a clear error naming the option."""
+    assert mma_tiles._kernel_tiles({"BM": 16}, 512, "13")[3]["DAHEAD"] is False
+    assert mma_tiles._kernel_tiles({"BM": 16, "mma_dahead": 1}, 512, "13")[3]["DAHEAD"] is True
+    assert "DAHEAD" not in mma_tiles._kernel_tiles({"BM": 16, "mma_dahead": 1}, 512, "2")[3]
+    with pytest.raises(ValueError, match="mma_dahead=2: 0 or 1"):
+        mma_tiles.dahead({"mma_dahead": 2})
+    with pytest.raises(ValueError, match="mma_dahead=1: an mma.sync tile option"):
+        mma_tiles._kernel_tiles({"BM": 16, "wgmma": 1, "mma_dahead": 1}, 512, "2")
+    with pytest.raises(ValueError, match="mma_dahead=1 with mma_ahead=2"):
+        mma_tiles._kernel_tiles({"BM": 16, "mma_dahead": 1, "mma_ahead": 2}, 512, "13")
+
+
+@pytest.mark.parametrize("fmt,tiled,split", [(0, 0, 2), (0, 1, 2), (0, 1, 1), (1, 0, 2)])
+def test_gate_up_kernel_with_the_next_step_decoded_ahead_compiles_for_sm90(fmt, tiled, split, tmp_path):
+    """``mma_dahead``: the carried operands still reach the A layout without moving between
+    lanes (``assert_trivial``), and the kernel has one more step's word loads (the first
+    two steps before the loop, then two steps ahead in it, against one and one). Tiled
+    NF3's 8-byte loads are its words only (assert_vector_loads): there exactly 3 / 2 of them."""
+    if mma_tiles.gluon_missing():
+        pytest.skip(f"no Gluon in this Triton: {mma_tiles.gluon_missing()}")
+    loads = {}
+    for dahead in (0, 1):
+        out = compile_probe(tmp_path / str(dahead), "--mma", "--cfg",
+                            f"BM=16,fmt={fmt},split={split},tiled={tiled},dahead={dahead}")
+        ptx = (out / "mma13_kernel.ptx").read_text()
+        assert "mma.sync.aligned.m16n8k16" in ptx
+        loads[dahead] = ptx.count("ld.global.v2.b32" if tiled else "ld.global.v4.b32" if fmt else "ld.global.b32")
+    assert loads[1] > loads[0], loads
+    if tiled:
+        assert loads[1] * 2 == loads[0] * 3, loads
+
+
 def test_split_k_only_on_the_mma_sync_gate_up_kernel_in_whole_steps():
     """``mma_splitk``: off unless asked for, only the gate/up kernel's; 2 or 4 parts, each
     whole 128-wide K steps, and partials scratch to hold them — anything else is a clear

@@ -605,7 +605,7 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
                  BN: gl.constexpr, BK: gl.constexpr, MMA: gl.constexpr, LW: gl.constexpr, XL: gl.constexpr,
                  SPLIT: gl.constexpr = 1, TILED: gl.constexpr = False, AHEAD: gl.constexpr = 1,
                  XAHEAD: gl.constexpr = False, XREG: gl.constexpr = False, SPLITK: gl.constexpr = 1,
-                 TABVEC: gl.constexpr = False):
+                 TABVEC: gl.constexpr = False, DAHEAD: gl.constexpr = False):
     """Gate and up rows [j·BN, +BN) of one expert block; silu(gate)·up into the
     intermediate cache, columns in activation order. ``SPLITK`` > 1 (tile option
     ``mma_splitk``): program (blk, j'), j' < SPLITK·I/BN, covers rows tile j' % (I / BN)
@@ -618,8 +618,14 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
     one is decoded (tile option ``mma_ahead``, mma_tiles.ahead). ``XAHEAD``: the next K
     step's activations in flight too (tile option ``mma_xahead``, _x_step). ``XREG``: the
     activations in fragment order, straight into the B operand's registers (tile option
-    ``mma_xreg``, _xreg_operand), and the intermediate written in that order."""
+    ``mma_xreg``, _xreg_operand), and the intermediate written in that order. ``DAHEAD``
+    (tile option ``mma_dahead``): the next K step's weights decoded while this step's are
+    multiplied — its operands carried over the loop, its words loaded two steps ahead —
+    so that no MMA waits on the decode of its own step (session 25: the decode's ALU-pipe
+    time is as long as the step's memory time; this gives ptxas independent work to fill
+    the ALU pipe with)."""
     gl.static_assert(AHEAD == 1 or AHEAD == 2, "one or two K steps of words in flight")
+    gl.static_assert(not (DAHEAD and AHEAD == 2), "mma_dahead loads the words two steps ahead itself")
     gl.static_assert(SPLIT == 1 or BK == 128, "split K steps are the halves of one 128-wide window")
     gl.static_assert(not (XREG and XAHEAD), "mma_xreg loads each step's activations into the B operand itself")
     A_DOT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
@@ -653,18 +659,53 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
     gwd, gsc = _load_group(gw, gs, 0, 0, FMT, TILED)
     uwd, usc = _load_group(uw, us, 0, 0, FMT, TILED)
     xa, xh = _x_first(xp, BK, SPLIT, XAHEAD)
-    if AHEAD == 2:
+    if AHEAD == 2 or DAHEAD:
         kw, ks = _step_offsets(gl.minimum(BK, KS - BK), FMT, TILED)
         gwd1, gsc1 = _load_group(gw, gs, kw, ks, FMT, TILED)
         uwd1, usc1 = _load_group(uw, us, kw, ks, FMT, TILED)
+    if DAHEAD:
+        # step 0 decoded before the loop; gwd.. then hold step 1's words
+        if SPLIT == 1:
+            ag0 = _a_operand(gwd, gsc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT)
+            au0 = _a_operand(uwd, usc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT)
+        else:
+            ag0 = _a_half(gwd, gsc, 0, pt0, pt1, pt2, pt3, FMT, BN, A_DOT)
+            au0 = _a_half(uwd, usc, 0, pt0, pt1, pt2, pt3, FMT, BN, A_DOT)
+            ag1 = _a_half(gwd, gsc, 1, pt0, pt1, pt2, pt3, FMT, BN, A_DOT)
+            au1 = _a_half(uwd, usc, 1, pt0, pt1, pt2, pt3, FMT, BN, A_DOT)
+        gwd = gwd1
+        gsc = gsc1
+        uwd = uwd1
+        usc = usc1
     for k0 in range(0, KS, BK):
         xb, xb2, xa, xh = _x_step(xp, k0, KS, xa, xh, BK, SPLIT, XAHEAD, B_DOT, XREG)
-        # the next step's words (AHEAD 2: the one after it) in flight while this one is
-        # decoded (the last steps reload the last: no mask, no zero-fill)
-        kw, ks = _step_offsets(gl.minimum(k0 + AHEAD * BK, KS - BK), FMT, TILED)
+        # the next step's words (AHEAD 2 or DAHEAD: the one after it) in flight while this
+        # one is decoded (the last steps reload the last: no mask, no zero-fill)
+        kw, ks = _step_offsets(gl.minimum(k0 + (AHEAD + DAHEAD) * BK, KS - BK), FMT, TILED)
         ngw, ngs = _load_group(gw, gs, kw, ks, FMT, TILED)
         nuw, nus = _load_group(uw, us, kw, ks, FMT, TILED)
-        if SPLIT == 1:
+        if DAHEAD:
+            # the next step's operands from its words (after the last step: unused)
+            if SPLIT == 1:
+                ng0 = _a_operand(gwd, gsc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT)
+                nu0 = _a_operand(uwd, usc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT)
+                acc_g = mma_v2(ag0, xb, acc_g)
+                acc_u = mma_v2(au0, xb, acc_u)
+            else:
+                ng0 = _a_half(gwd, gsc, 0, pt0, pt1, pt2, pt3, FMT, BN, A_DOT)
+                nu0 = _a_half(uwd, usc, 0, pt0, pt1, pt2, pt3, FMT, BN, A_DOT)
+                ng1 = _a_half(gwd, gsc, 1, pt0, pt1, pt2, pt3, FMT, BN, A_DOT)
+                nu1 = _a_half(uwd, usc, 1, pt0, pt1, pt2, pt3, FMT, BN, A_DOT)
+                acc_g = mma_v2(ag0, xb, acc_g)
+                acc_u = mma_v2(au0, xb, acc_u)
+                xb = _x_second(xp, k0, xb2, BK, XAHEAD, B_DOT, XREG)
+                acc_g = mma_v2(ag1, xb, acc_g)
+                acc_u = mma_v2(au1, xb, acc_u)
+                ag1 = ng1
+                au1 = nu1
+            ag0 = ng0
+            au0 = nu0
+        elif SPLIT == 1:
             acc_g = mma_v2(_a_operand(gwd, gsc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT), xb, acc_g)
             acc_u = mma_v2(_a_operand(uwd, usc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT), xb, acc_u)
         else:

@@ -179,6 +179,27 @@ def tabvec(cfg: dict) -> bool:
     return bool(n)
 
 
+def dahead(cfg: dict) -> bool:
+    """Tile option ``mma_dahead`` (mma.sync gate/up kernel): 1 decodes the next K step's
+    weights while this step's are multiplied (mma_gluon.mma13_kernel's ``DAHEAD``): the
+    decoded operands are carried over the loop and the words loaded two steps ahead, so
+    that an MMA never waits on its own step's decode. For kernels whose ALU pipe is full of
+    the decode (session 25's ncu: 53-63 % busy, as long as the memory time or longer). A
+    clear error for values other than 0 / 1, with the wgmma kernels and with
+    ``mma_ahead`` 2 (which it subsumes). Off by default: compile_probe (Triton 3.6) 96 →
+    168 registers, and on the H200 (session 25) the small class was 22-26 % slower with it
+    (bench.py's SWEEP has the numbers)."""
+    n = int(cfg.get("mma_dahead", 0))
+    if n not in (0, 1):
+        raise ValueError(f"mma_dahead={n}: 0 or 1")
+    if n and cfg.get("wgmma"):
+        raise ValueError("mma_dahead=1: an mma.sync tile option (not for the wgmma kernels)")
+    if n and ahead(cfg) == 2:
+        raise ValueError("mma_dahead=1 with mma_ahead=2: choose one (mma_dahead loads the words two steps ahead "
+                         "itself)")
+    return bool(n)
+
+
 SPLITK = (1, 2, 4)
 
 
@@ -359,6 +380,7 @@ def _kernel_tiles(cfg: dict, size: int, gemm: str) -> tuple:
         xreg(cfg)  # and mma_xreg
         splitk(cfg)  # and mma_splitk
         tabvec(cfg)  # and mma_tabvec
+        dahead(cfg)  # and mma_dahead
         gu = gemm == "13" and wgmma_gu(cfg)
         bm, warps, bn, stages = wgmma_tile(cfg, 2 * size if gu else size)
         tail = wgmma_tail(cfg)
@@ -379,6 +401,7 @@ def _kernel_tiles(cfg: dict, size: int, gemm: str) -> tuple:
                  XREG=xreg(cfg), TABVEC=tabvec(cfg))
     if gemm == "13":
         tiles["SPLITK"] = splitk(cfg)
+        tiles["DAHEAD"] = dahead(cfg)
     return kernel, bn, warps, tiles
 
 
