@@ -278,13 +278,12 @@ def check(device, tiers: int, inter: int, hidden: int, tokens: int):
     a word would not)."""
     tier = Tier(tiers, inter, hidden, device)
     hit = hit_experts(tokens, tiers + 4, 4, 2, 0, device)
+    gpu = str(device) != "cpu"  # (no inline assembly, so no barrier and no decode, under the CPU interpreter)
     for name, bn, warps, work, ahead, persist, pad, bar, decode in map(_probe, PROBES):
         if tier.blocks % warps:
             continue
         out = torch.full((hit.numel() * tier.blocks // warps, warps, RUN + SCALE_RUN), -1, dtype=torch.int32,
                          device=device)
-        # (no inline assembly, so no barrier and no decode, under the CPU interpreter)
-        gpu = str(device) != "cpu"
         launch(tier, hit, out, bn, warps, min(work, 2), ahead, min(persist, 3), min(pad, 2), bar if gpu else 0,
                decode if gpu else 0)
         ref = expected(tier, hit, warps, min(work, 2), min(pad, 2))
