@@ -10,7 +10,8 @@ Usage: python3 bench/compile_probe.py [--arch 90] [--cfg BN13=4,BK13=512,...] [-
        xreg=1 mma_xreg, splitk=2 mma_splitk,
        tabvec=1 mma_tabvec, dahead=1 mma_dahead; wgmma=1,BM=128 the
        wgmma kernels)
-       (tiled=1 anywhere: an NF3 tier in tiled layout, formats/nf3_tiled.py)
+       (tiled=1 anywhere: an NF3 tier in tiled layout, formats/nf3_tiled.py; kconst=1 the
+       decode GEMVs with their K a constant, inter=I the down GEMV's)
 Another Triton than the venv's (the H200 host has 3.6, the pinned stack 3.8; their code
 differs): pip download triton==3.6.0 --no-deps, unzip the wheel into DIR, then
 PYTHONPATH=DIR:overlay python3 bench/compile_probe.py ...
@@ -145,9 +146,12 @@ def main():
         return mma(a)
     cfg = _cfg(a)
     c = dict(COMMON, PDL=bool(cfg.get("pdl", 1)), B_TILED=bool(cfg.get("tiled")), L2PF=bool(cfg.get("l2pf")))
-    for kernel, bn, bk, extra in ((expert_gemv._gemv13_kernel, cfg["BN13"], cfg["BK13"], c),
-                                  (expert_gemv._gemv2_kernel, cfg["BN2"], cfg["BK2"], c)):
-        r = probe(kernel, dict(extra, BN=bn, BK=bk), a.arch, cfg["warps"], a.dump, maxnreg=cfg.get("maxnreg"))
+    # kconst=1: the GEMVs' K as the launcher passes it under tile option kconst (GLM-5.2's
+    # hidden size; the down GEMV's per-rank intermediate size from inter=, default 512)
+    kconst = bool(cfg.get("kconst"))
+    for kernel, bn, bk, kc in ((expert_gemv._gemv13_kernel, cfg["BN13"], cfg["BK13"], 6144),
+                               (expert_gemv._gemv2_kernel, cfg["BN2"], cfg["BK2"], cfg.get("inter", 512))):
+        r = probe(kernel, dict(c, BN=bn, BK=bk, KC=kc if kconst else 0), a.arch, cfg["warps"], a.dump, maxnreg=cfg.get("maxnreg"))
         print(kernel.__name__, r)
 
 

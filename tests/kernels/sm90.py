@@ -15,9 +15,11 @@ PROBE = Path(__file__).parents[2] / "bench" / "compile_probe.py"
 
 def compile_probe(out_dir: Path, *args: str) -> Path:
     """Runs compile_probe with ``args`` and ``--dump out_dir``; the kernels' .ttgir, .ptx
-    and .sass files are then in ``out_dir``."""
+    and .sass files are then in ``out_dir``, its report (a line per kernel) in
+    ``out_dir / "report.txt"``."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     res = subprocess.run([sys.executable, str(PROBE), *args, "--dump", str(out_dir)], env=env,
                          capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, f"compile_probe {' '.join(args)} failed:\n{res.stderr[-4000:]}"
+    (out_dir / "report.txt").write_text(res.stdout)
     return out_dir

@@ -3,6 +3,8 @@ for SM90 (compiled on the CPU by bench/compile_probe.py in a child process witho
 interpreter; the H200 runs it in the GPU tests): each GEMV waits for the kernel before it
 only after it has issued its first weight loads, and lets the next kernel launch; without
 PDL neither instruction is there."""
+import ast
+
 import pytest
 
 from .sm90 import compile_probe
@@ -52,3 +54,29 @@ def test_gemv_l2_prefetch_is_issued_before_the_first_weight_loads(l2pf, tiled, t
             # the branch's weight loads follow its prefetches, none between them
             assert any(i > max(branch) for i in loads), kernel
             assert not [i for i in loads if min(branch) < i < max(branch)], kernel
+
+
+def _report(out_dir):
+    """compile_probe's report: {kernel: its dict}."""
+    rows = (ln.split(" ", 1) for ln in (out_dir / "report.txt").read_text().splitlines() if ln.startswith("_gemv"))
+    return {name: ast.literal_eval(d) for name, d in rows}
+
+
+@pytest.mark.parametrize("inter,down", [(512, "BN2=32,BK2=128"), (2048, "BN2=8,BK2=512")])
+def test_gemv_with_k_a_constant_compiles_to_shorter_loops_in_fewer_registers(inter, down, tmp_path):
+    """Tile option ``kconst`` exists for what ptxas makes of a known K (the activation
+    planes' strides and the loop bound as immediates): at GLM-5.2's shapes and the
+    built-in tiles, each GEMV's NF3 loop (its last) is shorter and takes no more registers
+    than with K at run time, without a spill. If a Triton stops folding the constant, the
+    option buys nothing and this says so."""
+    got = {}
+    for kconst in (0, 1):
+        out = tmp_path / str(kconst)
+        out.mkdir()
+        compile_probe(out, "--cfg", f"BN13=2,BK13=1024,{down},warps=1,inter={inter},kconst={kconst}")
+        got[kconst] = _report(out)
+    for kernel in ("_gemv13_kernel", "_gemv2_kernel"):
+        plain, const = got[0][kernel], got[1][kernel]
+        loop = lambda r: [lp["instructions"] for lp in r["loops"] if lp["instructions"] > 1][-1]
+        assert loop(const) < loop(plain), (kernel, loop(const), loop(plain))
+        assert const["regs"] <= plain["regs"] and const["stack"] == 0, (kernel, const["regs"], plain["regs"])

@@ -286,6 +286,26 @@ def _a_half(ws, sc, h: gl.constexpr, pt0, pt1, pt2, pt3, FMT: gl.constexpr, BN: 
 
 
 @gluon.jit
+def _step_operands(gwd, gsc, uwd, usc, pt0, pt1, pt2, pt3, FMT: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr,
+                   SPLIT: gl.constexpr, A_DOT: gl.constexpr):
+    """(gate, up, gate, up): a K step's decoded A operands for tile option ``mma_dahead``,
+    which makes them before the loop and for the next step inside it — the whole step's
+    twice (SPLIT 1: the caller uses the first pair only), or its first half's and its
+    second half's (SPLIT 2)."""
+    if SPLIT == 1:
+        g0 = _a_operand(gwd, gsc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT)
+        u0 = _a_operand(uwd, usc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT)
+        g1 = g0
+        u1 = u0
+    else:
+        g0 = _a_half(gwd, gsc, 0, pt0, pt1, pt2, pt3, FMT, BN, A_DOT)
+        u0 = _a_half(uwd, usc, 0, pt0, pt1, pt2, pt3, FMT, BN, A_DOT)
+        g1 = _a_half(gwd, gsc, 1, pt0, pt1, pt2, pt3, FMT, BN, A_DOT)
+        u1 = _a_half(uwd, usc, 1, pt0, pt1, pt2, pt3, FMT, BN, A_DOT)
+    return g0, u0, g1, u1
+
+
+@gluon.jit
 def _load_group(wp, sp, kw, ks, FMT: gl.constexpr, TILED: gl.constexpr = False):
     """The lanes' words and scale bytes of the K step whose first group is kw words / ks
     scale bytes on from the pointers."""
@@ -665,14 +685,7 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
         uwd1, usc1 = _load_group(uw, us, kw, ks, FMT, TILED)
     if DAHEAD:
         # step 0 decoded before the loop; gwd.. then hold step 1's words
-        if SPLIT == 1:
-            ag0 = _a_operand(gwd, gsc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT)
-            au0 = _a_operand(uwd, usc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT)
-        else:
-            ag0 = _a_half(gwd, gsc, 0, pt0, pt1, pt2, pt3, FMT, BN, A_DOT)
-            au0 = _a_half(uwd, usc, 0, pt0, pt1, pt2, pt3, FMT, BN, A_DOT)
-            ag1 = _a_half(gwd, gsc, 1, pt0, pt1, pt2, pt3, FMT, BN, A_DOT)
-            au1 = _a_half(uwd, usc, 1, pt0, pt1, pt2, pt3, FMT, BN, A_DOT)
+        ag0, au0, ag1, au1 = _step_operands(gwd, gsc, uwd, usc, pt0, pt1, pt2, pt3, FMT, BN, BK, SPLIT, A_DOT)
         gwd = gwd1
         gsc = gsc1
         uwd = uwd1
@@ -686,16 +699,11 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
         nuw, nus = _load_group(uw, us, kw, ks, FMT, TILED)
         if DAHEAD:
             # the next step's operands from its words (after the last step: unused)
+            ng0, nu0, ng1, nu1 = _step_operands(gwd, gsc, uwd, usc, pt0, pt1, pt2, pt3, FMT, BN, BK, SPLIT, A_DOT)
             if SPLIT == 1:
-                ng0 = _a_operand(gwd, gsc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT)
-                nu0 = _a_operand(uwd, usc, pt0, pt1, pt2, pt3, FMT, BN, BK, A_DOT)
                 acc_g = mma_v2(ag0, xb, acc_g)
                 acc_u = mma_v2(au0, xb, acc_u)
             else:
-                ng0 = _a_half(gwd, gsc, 0, pt0, pt1, pt2, pt3, FMT, BN, A_DOT)
-                nu0 = _a_half(uwd, usc, 0, pt0, pt1, pt2, pt3, FMT, BN, A_DOT)
-                ng1 = _a_half(gwd, gsc, 1, pt0, pt1, pt2, pt3, FMT, BN, A_DOT)
-                nu1 = _a_half(uwd, usc, 1, pt0, pt1, pt2, pt3, FMT, BN, A_DOT)
                 acc_g = mma_v2(ag0, xb, acc_g)
                 acc_u = mma_v2(au0, xb, acc_u)
                 xb = _x_second(xp, k0, xb2, BK, XAHEAD, B_DOT, XREG)
