@@ -146,8 +146,8 @@ def main():
         return mma(a)
     cfg = _cfg(a)
     c = dict(COMMON, PDL=bool(cfg.get("pdl", 1)), B_TILED=bool(cfg.get("tiled")), L2PF=bool(cfg.get("l2pf")))
-    # kconst=1: the GEMVs' K as the launcher passes it under tile option kconst (GLM-5.2's
-    # hidden size; the down GEMV's per-rank intermediate size from inter=, default 512)
+    # kconst=1: both GEMVs' K as the launcher passes it under tile options kconst13 /
+    # kconst2 (GLM-5.2's hidden size; the down GEMV's intermediate size inter=, default 512)
     kconst = bool(cfg.get("kconst"))
     for kernel, bn, bk, kc in ((expert_gemv._gemv13_kernel, cfg["BN13"], cfg["BK13"], 6144),
                                (expert_gemv._gemv2_kernel, cfg["BN2"], cfg["BK2"], cfg.get("inter", 512))):

@@ -319,11 +319,15 @@ SWEEP = {
              dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, maxnreg13=104, maxnreg2=104),
              dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, maxnreg13=96, maxnreg2=96),
              dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, maxnreg13=128, maxnreg2=96),
-             # session 26: each GEMV's K a compile-time constant (expert_gemv.kconst_option;
+             # session 26: the GEMVs' K a compile-time constant (expert_gemv.kconst_options;
              # compile_probe: NF3 loops 422 -> 403 / 430 -> 399 instructions, 128 -> 96
-             # registers), at I=2048's and I=512's down tiles
-             dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1, kconst=1),
-             dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, kconst=1)],
+             # registers), both GEMVs at I=2048's and I=512's down tiles, then one at a time
+             dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1, kconst13=1, kconst2=1),
+             dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, kconst13=1, kconst2=1),
+             dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, kconst13=1),
+             dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, kconst2=1),
+             dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1, kconst13=1),
+             dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1, kconst2=1)],
     "small": [
         # the built-in tiles (both tiers on the mma kernels since session 10); the Triton
         # tiles below are far slower — session 18, I=2048, µs at 1 / 8 / 16 / 64 tokens: the

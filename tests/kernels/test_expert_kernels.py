@@ -961,10 +961,10 @@ def test_decode_gemv_l2_prefetch_gives_the_same_bits(monkeypatch, m, layout):
 
 @pytest.mark.parametrize("kept_fmt", ["nvfp4", "mxfp4_e8m0k32"])
 def test_decode_gemv_with_k_a_constant_gives_the_same_bits(kept_fmt, monkeypatch):
-    """Tile option ``kconst`` (each GEMV's K a compile-time constant) changes the code
-    ptxas sees, not the arithmetic: the bits of the GEMV with K at run time, and the
-    reference's result, for both tiers at 1, 3 and 16 tokens on the GPU (GLM-5.2's hidden
-    size), at 3 on the CPU (the interpreter)."""
+    """Tile options ``kconst13`` / ``kconst2`` (a GEMV's K a compile-time constant) change
+    the code ptxas sees, not the arithmetic: the bits of the GEMVs with K at run time, and
+    the reference's result, for both tiers at 1, 3 and 16 tokens on the GPU (GLM-5.2's
+    hidden size), at 3 on the CPU (the interpreter); each option alone and both."""
     from nf3_hybrid.backends import triton_tiers
     from nf3_hybrid.kernels import expert_gemv
 
@@ -972,19 +972,22 @@ def test_decode_gemv_with_k_a_constant_gives_the_same_bits(kept_fmt, monkeypatch
     hidden, inter = (128, 64) if interp else (6144, 512)
     gemv_up_to(monkeypatch, 16)
     ref, tri, ws = build(kept_fmt, 6, 24, hidden, inter, 64, 8, seed=83)
+    settings = ({}, dict(kconst13=1, kconst2=1)) if interp else \
+        ({}, dict(kconst13=1), dict(kconst2=1), dict(kconst13=1, kconst2=1))
     for m in (3,) if interp else (1, 3, 16):
         w, ids = routing(m, 24, 8, seed=m + 83, device=DEV)
         x = (torch.randn(m, hidden, generator=torch.Generator().manual_seed(m)) * 2).to(torch.bfloat16).to(DEV)
         got = []
-        for kconst in (0, 1):
+        for extra in settings:
             monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE",
-                                {"gemv": dict(triton_tiers.kernel_config(1, interp, inter), kconst=kconst)})
+                                {"gemv": dict(triton_tiers.kernel_config(1, interp, inter), **extra)})
             poison(ws)
             got.append(tri.forward(x, w, ids))
-        assert torch.equal(got[1], got[0]), (m, rel(got[1], got[0]))
-        assert rel(got[1], ref.forward(x, w, ids)) < TOL, m
-    with pytest.raises(ValueError, match="kconst must be 0 or 1, got 2"):
-        expert_gemv.kconst_option(dict(kconst=2))
+        for g, extra in zip(got[1:], settings[1:]):
+            assert torch.equal(g, got[0]), (m, extra, rel(g, got[0]))
+        assert rel(got[0], ref.forward(x, w, ids)) < TOL, m
+    with pytest.raises(ValueError, match="kconst2 must be 0 or 1, got 2"):
+        expert_gemv.kconst_options(dict(kconst2=2))
 
 
 @pytest.mark.gpu

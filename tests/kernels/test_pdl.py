@@ -64,11 +64,11 @@ def _report(out_dir):
 
 @pytest.mark.parametrize("inter,down", [(512, "BN2=32,BK2=128"), (2048, "BN2=8,BK2=512")])
 def test_gemv_with_k_a_constant_compiles_to_shorter_loops_in_fewer_registers(inter, down, tmp_path):
-    """Tile option ``kconst`` exists for what ptxas makes of a known K (the activation
+    """Tile options ``kconst13`` / ``kconst2`` exist for what ptxas makes of a known K (the activation
     planes' strides and the loop bound as immediates): at GLM-5.2's shapes and the
     built-in tiles, each GEMV's NF3 loop (its last) is shorter and takes no more registers
     than with K at run time, without a spill. If a Triton stops folding the constant, the
-    option buys nothing and this says so."""
+    options buy nothing and this says so."""
     got = {}
     for kconst in (0, 1):
         out = tmp_path / str(kconst)

@@ -446,7 +446,7 @@ def _gemv13_kernel(
     ASM: tl.constexpr, PDL: tl.constexpr, B_TILED: tl.constexpr = False, L2PF: tl.constexpr = False,
     KC: tl.constexpr = 0,
 ):
-    """``KC`` > 0 (tile option ``kconst``): K, the hidden size, as this compile-time constant."""
+    """``KC`` > 0 (tile option ``kconst13``): K, the hidden size, as this compile-time constant."""
     if KC > 0:
         K = KC
     p, j, cols, la, lb, rw = _pair(ids_ptr, tw_ptr, a_map, b_map, HAS_A, HAS_B, BN)
@@ -478,7 +478,7 @@ def _gemv2_kernel(
     ASM: tl.constexpr, PDL: tl.constexpr, B_TILED: tl.constexpr = False, L2PF: tl.constexpr = False,
     KC: tl.constexpr = 0,
 ):
-    """``KC`` > 0 (tile option ``kconst``): I, this GEMV's K, as this compile-time constant."""
+    """``KC`` > 0 (tile option ``kconst2``): I, this GEMV's K, as this compile-time constant."""
     if KC > 0:
         I = KC
     p, j, cols, la, lb, rw = _pair(ids_ptr, tw_ptr, a_map, b_map, HAS_A, HAS_B, BN)
@@ -516,18 +516,22 @@ def _gemv2_kernel(
 GEMV_MAXNREG = (64, 128)
 
 
-# tile option kconst: each GEMV's K (the hidden size for gate/up, the per-rank intermediate
-# size for down) a compile-time constant, one compiled variant per layer shape (compiled in
-# the warm-up before capture, like every variant). Why: with K known, the activation loads'
-# plane strides (K/8 words) and the K loop's bound are immediates — compile_probe, Triton
-# 3.6, SM90, GLM-5.2 at I=512: the NF3 gate/up loop 422 -> 403 SASS instructions, the gate/up
-# GEMV 128 -> 96 registers, the down GEMV 96 -> 64 (its four K steps unrolled).
-def kconst_option(cfg) -> bool:
-    """The config's ``kconst`` (0 or 1; absent: off)."""
-    v = cfg.get("kconst", 0)
-    if v not in (0, 1, True, False):
-        raise ValueError(f"decode GEMV tile option kconst must be 0 or 1, got {v!r}")
-    return bool(v)
+# tile options kconst13 / kconst2: the gate/up GEMV's K (the hidden size) / the down GEMV's
+# (the per-rank intermediate size) a compile-time constant, one compiled variant per layer
+# shape (compiled in the warm-up before capture, like every variant). Why: with K known, the
+# activation loads' plane strides (K/8 words) and the K loop's bound are immediates —
+# compile_probe, Triton 3.6, SM90, GLM-5.2: the NF3 gate/up loop 422 -> 403 SASS
+# instructions and 128 -> 96 registers; the down GEMV's 430 -> 399 (I=512's tiles) and
+# 439 -> 399 (I=2048's).
+def kconst_options(cfg) -> tuple:
+    """(gate/up, down): the config's ``kconst13`` / ``kconst2`` (0 or 1; absent: off)."""
+    out = []
+    for key in ("kconst13", "kconst2"):
+        v = cfg.get(key, 0)
+        if v not in (0, 1, True, False):
+            raise ValueError(f"decode GEMV tile option {key} must be 0 or 1, got {v!r}")
+        out.append(bool(v))
+    return tuple(out)
 
 
 def register_caps(cfg) -> tuple:
@@ -590,14 +594,14 @@ def launch_decode(a, b, x, topk_weights_flat, ids_flat, topk, planes, h, y, out,
     xa32, xb32, h32 = xa.view(torch.int32), xb.view(torch.int32), h.view(torch.int32)
     ra, rb = args(13)
     bn13, bn2 = fit_tile(inter, cfg["BN13"]), fit_tile(hidden, cfg["BN2"])
-    kconst = kconst_option(cfg)
+    kc13, kc2 = kconst_options(cfg)
     _gemv13_kernel[(pairs, inter // bn13)](
         xa32, xb32, xa32.stride(0), ids_flat, topk_weights_flat, topk, hidden, inter, h, h.stride(0), *ra, *rb,
-        BN=bn13, BK=fit_tile(hidden, cfg["BK13"]), PDL=pdl, launch_pdl=pdl, KC=hidden if kconst else 0,
+        BN=bn13, BK=fit_tile(hidden, cfg["BK13"]), PDL=pdl, launch_pdl=pdl, KC=hidden if kc13 else 0,
         **common, **cap13)
     ra, rb = args(2)
     _gemv2_kernel[(pairs, hidden // bn2)](
         h32, h32.stride(0), ids_flat, topk_weights_flat, inter, y, y.stride(0), *ra, *rb,
-        BN=bn2, BK=fit_tile(inter, cfg["BK2"]), PDL=pdl, launch_pdl=pdl, KC=inter if kconst else 0,
+        BN=bn2, BK=fit_tile(inter, cfg["BK2"]), PDL=pdl, launch_pdl=pdl, KC=inter if kc2 else 0,
         **common, **cap2)
     pair_sum.launch(y, out, topk, pdl=pdl)  # every pair row was written (zeros for a pair no tier holds)
