@@ -612,7 +612,10 @@ def sweep(inter=512, log=print, classes=None, only=None) -> dict:
     class by the sum over its token counts of time / best time at that count. The
     decode classes are timed with the per-pair path on ("gemv") and off ("small").
     ``only``: a tile option; then a class's candidates are its built-in tiles and the
-    candidates that set that option (fewer kernels to compile on the device)."""
+    candidates that set that option (fewer kernels to compile on the device); the GEMV's
+    built-in tiles are then timed as they are at each token count
+    (triton_tiers.gemv_config; the trial says ``builtin_by_tokens``, its ``cfg`` is one
+    token's)."""
     from .backends import triton_tiers
     from .backends import executor as executor_mod
     from .kernels import mma_tiles
@@ -639,15 +642,19 @@ def sweep(inter=512, log=print, classes=None, only=None) -> dict:
         # the GEMV's tiles timed up to GEMV_TOKENS at every intermediate size
         triton_tiers.GEMV_TOKENS_BY_INTER = () if cls == "gemv" else by_inter
         per_m = []
-        for cfg in cands:
+        for i, cfg in enumerate(cands):
             triton_tiers.CONFIG_OVERRIDE = {**default, cls: cfg}
             times = {}
             for m in SWEEP_TOKENS[cls]:
+                if cls == "gemv" and only and i == 0:
+                    # the built-in GEMV tiles as they are at m tokens (options by token count)
+                    triton_tiers.CONFIG_OVERRIDE = {**default, cls: triton_tiers.gemv_config(m, inter)}
                 w, ids = random_routing(m, E, topk, m)
                 x = (torch.randn(m, H, device="cuda") * 0.5).to(torch.bfloat16)
                 times[m] = round(time_graph(lambda: ex.forward(x, w, ids), iters=15), 1)
             per_m.append((cfg, times))
-            trials.append(dict(cls=cls, cfg=cfg, us=times))
+            trials.append(dict(cls=cls, cfg=cfg, us=times, **({"builtin_by_tokens": True}
+                                                               if cls == "gemv" and only and i == 0 else {})))
             log(f"sweep {cls} {cfg}: {times}")
         best_at = {m: min(t[m] for _, t in per_m) for m in SWEEP_TOKENS[cls]}
         chosen[cls] = min(per_m, key=lambda ct: sum(ct[1][m] / best_at[m] for m in best_at))[0]

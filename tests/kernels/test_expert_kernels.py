@@ -82,6 +82,9 @@ def test_the_decode_gemv_gives_way_to_the_grouped_tiles_sooner_the_wider_the_lay
     took.clear()
     tri.warmup(4, 2)
     assert ("gemv", 1) in took and ("grouped", up_to + 1) in took and all(n != up_to for _, n in took)
+    # and where the GEMV's built-in options change with the token count (K a constant)
+    assert all(("gemv", n) in took for n in triton_tiers.gemv_variant_tokens(inter))
+    assert (("gemv", triton_tiers.GEMV_KCONST_FROM_TOKENS) in took) == (inter < triton_tiers.GEMV_KCONST_FROM_INTER)
     bench.set_gemv_tokens(20)
     assert tri.gemv_tokens() == 20
 

@@ -129,3 +129,19 @@ def test_decode_gemv_register_caps_are_checked_and_become_launch_options():
     assert capped
     for c in capped:
         assert expert_gemv.register_caps(c) == (dict(maxnreg=c["maxnreg13"]), dict(maxnreg=c["maxnreg2"]))
+
+
+def test_the_decode_gemv_takes_its_k_as_a_constant_where_that_measured_faster():
+    """triton_tiers.GEMV_KCONST_FROM_INTER / _FROM_TOKENS (session 26, H200: at I=2048
+    faster at every GEMV size, at I=512 slower at 1-2 tokens): the built-in GEMV options
+    per token count and intermediate size, both GEMVs alike, read back by the launcher's
+    own parser; the interpreter's tiles never ask for it."""
+    from nf3_hybrid.backends import triton_tiers
+    from nf3_hybrid.kernels import expert_gemv
+
+    for m, inter, on in ((1, 512, False), (3, 512, False), (4, 512, True), (16, 512, True),
+                         (1, 1024, False), (8, 1024, True), (1, 2048, True), (6, 4096, True)):
+        cfg = triton_tiers.kernel_config(m, False, inter)
+        assert cfg == triton_tiers.gemv_config(m, inter)
+        assert expert_gemv.kconst_options(cfg) == (on, on), (m, inter)
+    assert expert_gemv.kconst_options(triton_tiers.kernel_config(8, True, 2048)) == (False, False)

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Session 26, call 2 (bare host, no vLLM; carry bench/scratch/gpu-extra: pytest-xdist):
+# Session 26, call 2 — written, NOT RUN (no device was lent after call 1); for a later session.
+# Bare host, no vLLM; carry bench/scratch/gpu-extra (pytest-xdist):
 # kconst13 / kconst2 one at a time (call 1: both together 5-8 % faster at I=2048, slower at
 # 1-2 tokens at I=512) swept at I=512, 1024 and 2048 against the built-in tiles, then the
 # whole GPU kernel suite on this tree (session 25's mma tests were cut by their timeout at

@@ -16,7 +16,7 @@ from .base import TierBackend
 from .base import MXFP4, NVFP4
 from ..kernels import interpret
 from .triton_tiers import (GEMV_TOKENS, TritonTier, all_wgmma, check_capacity, class_sizes, gemv_tokens,
-                           run_chunk, run_decode, stacked_maps)
+                           gemv_variant_tokens, run_chunk, run_decode, stacked_maps)
 
 _compiled = set()
 
@@ -56,7 +56,8 @@ class LayerExecutor:
         dev = t.ws.device
         firsts = class_sizes(all_wgmma(self.triton))  # the bounds this layer's tiers run on
         up_to = self.gemv_tokens()
-        sizes = sorted({1, up_to + 1, *(c for c in firsts if c > up_to)})
+        gemv = (c for c in gemv_variant_tokens(t.tier.inter) if c <= up_to)  # the GEMV's variants
+        sizes = sorted({1, *gemv, up_to + 1, *(c for c in firsts if c > up_to)})
         for m in sizes:
             if m > t.ws.max_tokens:
                 break

@@ -87,6 +87,20 @@ class CapacityError(RuntimeError):
 GEMV_L2_PREFETCH = False
 
 
+# tile options kconst13 / kconst2 (expert_gemv.kconst_options: each GEMV's K a compile-time
+# constant; the same bits) on at these per-rank intermediate sizes, or from this many tokens.
+# Session 26, H200, GLM-5.2, hybrid layer, both GEMVs, two runs in one process
+# (bench_moe_h200_s26_kconst{1,2}_i*.json), µs at 1 / 2 / 4 / 8 / 16 tokens, off / on:
+# I=2048 72.1 / 137.0 / 248.4 / 468.3 / 886.1 against 69.2 / 125.9 / 232.0 / 438.7 / 827.4, and
+# 68.7 / 131.5 / 241.7 / 460.0 / 868.4 against 67.4 / 123.1 / 225.4 / 427.6 / 824.2 (2-8 %
+# faster everywhere); I=512 25.8 / 44.6 / 74.0 / 131.5 / 234.9 against 28.2 / 47.2 / 73.6 /
+# 127.0 / 231.0, and 27.8 / 46.8 / 76.7 / 136.0 / 239.1 against 28.6 / 47.5 / 73.4 / 128.4 /
+# 230.2 (slower at 1-2 tokens, 1-6 % faster from 4). I=1024 was not measured: there only
+# the token bound applies. (A layer at I=512 then compiles both variants in its warm-up.)
+GEMV_KCONST_FROM_INTER = 2048
+GEMV_KCONST_FROM_TOKENS = 4
+
+
 def gemv_tokens(inter: int, most: Optional[int] = None) -> int:
     """Up to how many tokens a layer of per-rank intermediate size ``inter`` takes the
     per-pair GEMV: ``most`` (default GEMV_TOKENS), lowered by GEMV_TOKENS_BY_INTER."""
@@ -108,11 +122,25 @@ def kernel_config(m: int, interp: bool, inter: int = 2048) -> dict:
     if interp:
         # K steps of 128: whole tiles of a tiled NF3 tier
         return dict(BN13=16, BK13=128, BN2=32, BK2=128, warps=4)
+    return gemv_config(m, inter)
+
+
+def gemv_variant_tokens(inter: int) -> tuple:
+    """The token counts at which the built-in GEMV options change (each count starts a
+    compiled variant that the warm-up must see): 1, and GEMV_KCONST_FROM_TOKENS where K is
+    a constant only from there."""
+    return (1,) if inter >= GEMV_KCONST_FROM_INTER else (1, GEMV_KCONST_FROM_TOKENS)
+
+
+def gemv_config(m: int, inter: int) -> dict:
+    """The decode GEMV's built-in tiles and options for m tokens (compiled kernels) at
+    per-rank intermediate size ``inter``."""
     # one-warp programs (bench_moe_h200_s6_gemv1w.json): 32.7 / 87.4 / 286.8 µs at 1 / 4 / 16
     # tokens against 35.5 / 106.7 / 360.1 with session 5's BN13=4, BN2=16 on two warps (not
     # profiled; a one-warp program's row sums need no cross-warp reduction through shared
     # memory, and at the same registers per thread twice as many programs fit on an SM)
-    return dict(BN13=2, BK13=1024, warps=1, l2pf=int(GEMV_L2_PREFETCH), **down_tiles(inter))
+    kc = int(inter >= GEMV_KCONST_FROM_INTER or m >= GEMV_KCONST_FROM_TOKENS)
+    return dict(BN13=2, BK13=1024, warps=1, l2pf=int(GEMV_L2_PREFETCH), kconst13=kc, kconst2=kc, **down_tiles(inter))
 
 
 def down_tiles(inter: int) -> dict:
