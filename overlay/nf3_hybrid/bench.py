@@ -327,7 +327,14 @@ SWEEP = {
              dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, kconst13=1),
              dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, kconst2=1),
              dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1, kconst13=1),
-             dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1, kconst2=1)],
+             dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1, kconst2=1),
+             # session 26, built after its last device call, not timed: the next K block's
+             # loads unmasked (expert_gemv.clamp_option; compile_probe, tiled NF3, with
+             # kconst: NF3 loops 403 -> 366 instructions), with and without kconst
+             dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, clamp=1),
+             dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, clamp=1, kconst13=1, kconst2=1),
+             dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1, clamp=1),
+             dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1, clamp=1, kconst13=1, kconst2=1)],
     "small": [
         # the built-in tiles (both tiers on the mma kernels since session 10); the Triton
         # tiles below are far slower — session 18, I=2048, µs at 1 / 8 / 16 / 64 tokens: the

@@ -963,27 +963,35 @@ def test_decode_gemv_l2_prefetch_gives_the_same_bits(monkeypatch, m, layout):
 
 
 @pytest.mark.parametrize("kept_fmt", ["nvfp4", "mxfp4_e8m0k32"])
-def test_decode_gemv_with_k_a_constant_gives_the_same_bits(kept_fmt, monkeypatch):
-    """Tile options ``kconst13`` / ``kconst2`` (a GEMV's K a compile-time constant) change
-    the code ptxas sees, not the arithmetic: the bits of the GEMVs with K at run time, and
-    the reference's result, for both tiers at 1, 3 and 16 tokens on the GPU (GLM-5.2's
-    hidden size), at 3 on the CPU (the interpreter); each option alone and both."""
+def test_decode_gemv_with_k_a_constant_or_unmasked_loads_gives_the_same_bits(kept_fmt, monkeypatch):
+    """Tile options ``kconst13`` / ``kconst2`` (a GEMV's K a compile-time constant) and
+    ``clamp`` (the next K block's loads unmasked, the last block reloaded after the last
+    step) change the code ptxas sees, not the arithmetic: the bits of the GEMVs without
+    them, and the reference's result, for both tiers — on the GPU at GLM-5.2's hidden size
+    and 1, 3 and 16 tokens, on the CPU (the interpreter) at 2 tokens with three K steps of
+    gate/up and two of down, so that the clamped offset is taken."""
     from nf3_hybrid.backends import triton_tiers
     from nf3_hybrid.kernels import expert_gemv
 
     interp = triton_tiers.interpret()
-    hidden, inter = (128, 64) if interp else (6144, 512)
+    hidden, inter = (384, 256) if interp else (6144, 512)
     gemv_up_to(monkeypatch, 16)
     ref, tri, ws = build(kept_fmt, 6, 24, hidden, inter, 64, 8, seed=83)
-    settings = ({}, dict(kconst13=1, kconst2=1)) if interp else \
-        ({}, dict(kconst13=1), dict(kconst2=1), dict(kconst13=1, kconst2=1))
-    for m in (3,) if interp else (1, 3, 16):
+    base = dict(triton_tiers.kernel_config(1, interp, inter), kconst13=0, kconst2=0)
+    if interp:
+        base.update(BN13=64, BN2=128)  # fewer, wider programs: the interpreter's time is per program
+    assert hidden // base["BK13"] == 3 or not interp
+    settings = ({}, dict(kconst13=1, kconst2=1), dict(clamp=1)) if interp else \
+        ({}, dict(kconst13=1), dict(kconst2=1), dict(kconst13=1, kconst2=1), dict(clamp=1),
+         dict(kconst13=1, kconst2=1, clamp=1))
+    for m in (2,) if interp else (1, 3, 16):
         w, ids = routing(m, 24, 8, seed=m + 83, device=DEV)
+        maps = tri.maps[0]  # [tier, expert] → local index, −1 where not in that tier
+        assert bool((maps[0][ids] >= 0).any()) and bool((maps[1][ids] >= 0).any())  # both tiers run
         x = (torch.randn(m, hidden, generator=torch.Generator().manual_seed(m)) * 2).to(torch.bfloat16).to(DEV)
         got = []
         for extra in settings:
-            monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE",
-                                {"gemv": dict(triton_tiers.kernel_config(1, interp, inter), **extra)})
+            monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", {"gemv": dict(base, **extra)})
             poison(ws)
             got.append(tri.forward(x, w, ids))
         for g, extra in zip(got[1:], settings[1:]):
@@ -991,6 +999,8 @@ def test_decode_gemv_with_k_a_constant_gives_the_same_bits(kept_fmt, monkeypatch
         assert rel(got[0], ref.forward(x, w, ids)) < TOL, m
     with pytest.raises(ValueError, match="kconst2 must be 0 or 1, got 2"):
         expert_gemv.kconst_options(dict(kconst2=2))
+    with pytest.raises(ValueError, match="clamp must be 0 or 1, got 'yes'"):
+        expert_gemv.clamp_option(dict(clamp="yes"))
 
 
 @pytest.mark.gpu

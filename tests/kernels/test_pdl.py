@@ -80,3 +80,24 @@ def test_gemv_with_k_a_constant_compiles_to_shorter_loops_in_fewer_registers(int
         loop = lambda r: [lp["instructions"] for lp in r["loops"] if lp["instructions"] > 1][-1]
         assert loop(const) < loop(plain), (kernel, loop(const), loop(plain))
         assert const["regs"] <= plain["regs"] and const["stack"] == 0, (kernel, const["regs"], plain["regs"])
+
+
+def test_gemv_with_clamped_next_block_loads_compiles_to_shorter_loops(tmp_path):
+    """Tile option ``clamp`` exists for the predicates and zero-fills a masked load costs:
+    with the next block's offset clamped instead, each GEMV's loops (both tiers', tiled NF3)
+    are shorter than with masks, with and without K a constant, and take no more registers,
+    without a spill — and the loop's global loads carry no predicate."""
+    got = {}
+    for clamp in (0, 1):
+        for kconst in (0, 1):
+            out = tmp_path / f"{clamp}{kconst}"
+            out.mkdir()
+            compile_probe(out, "--cfg", f"BN13=2,BK13=1024,BN2=32,BK2=128,warps=1,tiled=1,kconst={kconst},clamp={clamp}")
+            got[clamp, kconst] = _report(out)
+    for kernel in ("_gemv13_kernel", "_gemv2_kernel"):
+        for kconst in (0, 1):
+            plain, clamped = got[0, kconst][kernel], got[1, kconst][kernel]
+            loops = lambda r: [lp["instructions"] for lp in r["loops"] if lp["instructions"] > 1]
+            assert len(loops(clamped)) == len(loops(plain)) == 2, (kernel, loops(plain), loops(clamped))
+            assert all(c < p for c, p in zip(loops(clamped), loops(plain))), (kernel, kconst, loops(plain), loops(clamped))
+            assert clamped["regs"] <= plain["regs"] and clamped["stack"] == 0, (kernel, kconst)

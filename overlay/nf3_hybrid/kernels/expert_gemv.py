@@ -253,7 +253,7 @@ def _prefetch_rows(wbase, sbase, row0, up_off, stride_wn, stride_sn, R: tl.const
 def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, stride_sn, vec_ptr, K,
               vtab_ptr, stab_ptr, t0, t1, t2, t3, FMT: tl.constexpr, GROUP: tl.constexpr,
               R: tl.constexpr, BK: tl.constexpr, ASM: tl.constexpr, PAIRED: tl.constexpr, PDL: tl.constexpr,
-              TILED: tl.constexpr = False, L2PF: tl.constexpr = False):
+              TILED: tl.constexpr = False, L2PF: tl.constexpr = False, CLAMP: tl.constexpr = False):
     """fp32 [R]: R weight rows of local expert e times the activations — rows row0.. , or
     with PAIRED the interleaved pairs (row0 + i, up_off + row0 + i), a gate row and its up
     row, so both come out of one pass over K. ``w_ptr``: the packed tensor viewed as int32
@@ -264,9 +264,12 @@ def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, st
     decoded (two blocks ahead, session 8: +38 registers, 2-10 % slower from 2 tokens on,
     sweep_h200_s8_pf.json). With PDL (programmatic dependent launch: this kernel may
     start while the one writing the activations still runs) the first block's weights
-    are loaded before waiting for that kernel, the activations after. Partial sums stay
-    per element and are reduced once at the end (a reduction across lanes every K-step
-    would cost more than the decoding).
+    are loaded before waiting for that kernel, the activations after. With CLAMP (tile
+    option ``clamp``) the next block's offset is clamped to the last block instead of its
+    loads being masked — the last step reloads the last block, unused — so that no load
+    needs a predicate or a zero-fill (K is a whole number of blocks: fit_tile). Partial
+    sums stay per element and are reduced once at the end (a reduction across lanes every
+    K-step would cost more than the decoding).
 
     Layouts: every tensor of the loop keeps units across lanes and rows (and a unit's
     words) in registers, the layout of the activation loads, which serve all R rows. The
@@ -309,13 +312,22 @@ def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, st
             d1 = tl.reshape(d1n.to(tl.uint32, bitcast=True), [R, U])
             d2 = tl.reshape(d2n.to(tl.uint32, bitcast=True), [R, U])
             sb = tl.reshape(sbn, [R, U])
-            more = (unit + (k0 + BK) // 32) * 32 < K
-            # the next K-block: U groups on along the row, or U / 4 tiles on when tiled
-            p += (BK // 128) * 192 if TILED else U * 3
-            d0n = tl.load(p, mask=more)
-            d1n = tl.load(p + WS, mask=more)
-            d2n = tl.load(p + 2 * WS, mask=more)
-            sbn = tl.load(q + ((k0 + BK) // 128 * 64 if TILED else (k0 + BK) // 32), mask=more)
+            if CLAMP:
+                # the next K-block, or the last one again after the last step
+                nk = tl.minimum(k0 + BK, K - BK)
+                pn = p + (nk // 128 * 192 if TILED else nk // 32 * 3)
+                d0n = tl.load(pn)
+                d1n = tl.load(pn + WS)
+                d2n = tl.load(pn + 2 * WS)
+                sbn = tl.load(q + (nk // 128 * 64 if TILED else nk // 32))
+            else:
+                more = (unit + (k0 + BK) // 32) * 32 < K
+                # the next K-block: U groups on along the row, or U / 4 tiles on when tiled
+                p += (BK // 128) * 192 if TILED else U * 3
+                d0n = tl.load(p, mask=more)
+                d1n = tl.load(p + WS, mask=more)
+                d2n = tl.load(p + 2 * WS, mask=more)
+                sbn = tl.load(q + ((k0 + BK) // 128 * 64 if TILED else (k0 + BK) // 32), mask=more)
             first = vec_ptr + (k0 // 32 + unit2)
             part = _nf3_group_dots(d0, d1, d2, first, K // 32, pstride, vtab_ptr, t0, t1, t2, t3, ASM)
             acc += part * _scale(sb, stab_ptr, FMT)
@@ -339,8 +351,13 @@ def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, st
         for k0 in range(0, K, BK):
             words = tl.reshape(wn.to(tl.uint32, bitcast=True), [R, U, 4])
             sb = _widen_unit_scales(sbn, R, U, SPU)
-            wn = tl.load(p + (k0 + BK) // 8, mask=(i // 4 % U + (k0 + BK) // 32) * 32 < K)
-            sbn = _unit_scales(q + (k0 + BK) // GROUP, (j % U + (k0 + BK) // 32) * 32 < K, SPU)
+            if CLAMP:
+                nk = tl.minimum(k0 + BK, K - BK)
+                wn = tl.load(p + nk // 8)
+                sbn = _unit_scales(q + nk // GROUP, None, SPU)
+            else:
+                wn = tl.load(p + (k0 + BK) // 8, mask=(i // 4 % U + (k0 + BK) // 32) * 32 < K)
+                sbn = _unit_scales(q + (k0 + BK) // GROUP, (j % U + (k0 + BK) // 32) * 32 < K, SPU)
             first = vec_ptr + (k0 // 8 + unit * 4 + word)
             part = _e2m1_word_dots(words, first, pstride, vtab_ptr, t0, t1, t2, FMT, ASM)
             acc += part * _scale(sb, stab_ptr, FMT)
@@ -444,9 +461,10 @@ def _gemv13_kernel(
     A_FMT: tl.constexpr, A_GROUP: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
     A_HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
     ASM: tl.constexpr, PDL: tl.constexpr, B_TILED: tl.constexpr = False, L2PF: tl.constexpr = False,
-    KC: tl.constexpr = 0,
+    KC: tl.constexpr = 0, CLAMP: tl.constexpr = False,
 ):
-    """``KC`` > 0 (tile option ``kconst13``): K, the hidden size, as this compile-time constant."""
+    """``KC`` > 0 (tile option ``kconst13``): K, the hidden size, as this compile-time
+    constant. ``CLAMP``: tile option ``clamp`` (_rows_dot)."""
     if KC > 0:
         K = KC
     p, j, cols, la, lb, rw = _pair(ids_ptr, tw_ptr, a_map, b_map, HAS_A, HAS_B, BN)
@@ -454,12 +472,12 @@ def _gemv13_kernel(
     hrow = h_ptr + p.to(tl.int64) * stride_h
     if la >= 0:
         gu = _rows_dot(a_w, a_s, la, j * BN, I, a_swe, a_swn, a_sse, a_ssn, xa_ptr + xrow, K,
-                       a_vtab, a_stab, a_t0, a_t1, a_t2, 0, A_FMT, A_GROUP, 2 * BN, BK, ASM, True, PDL, False, L2PF)
+                       a_vtab, a_stab, a_t0, a_t1, a_t2, 0, A_FMT, A_GROUP, 2 * BN, BK, ASM, True, PDL, False, L2PF, CLAMP)
         gate, up = tl.split(tl.reshape(gu, [BN, 2]))
         _act_store(gate, up, hrow, cols, I, a_s2 + la * 2, rw, A_FMT, A_HAS_S2, WEIGHT_ON_INPUT)
     elif lb >= 0:
         gu = _rows_dot(b_w, b_s, lb, j * BN, I, b_swe, b_swn, b_sse, b_ssn, xb_ptr + xrow, K,
-                       b_vtab, b_stab, b_t0, b_t1, b_t2, b_t3, 0, 32, 2 * BN, BK, ASM, True, PDL, B_TILED, L2PF)
+                       b_vtab, b_stab, b_t0, b_t1, b_t2, b_t3, 0, 32, 2 * BN, BK, ASM, True, PDL, B_TILED, L2PF, CLAMP)
         gate, up = tl.split(tl.reshape(gu, [BN, 2]))
         _act_store(gate, up, hrow, tiled_row(cols, B_TILED), I, a_s2, rw, 0, False, WEIGHT_ON_INPUT)
     if PDL:
@@ -476,9 +494,10 @@ def _gemv2_kernel(
     A_FMT: tl.constexpr, A_GROUP: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
     A_HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
     ASM: tl.constexpr, PDL: tl.constexpr, B_TILED: tl.constexpr = False, L2PF: tl.constexpr = False,
-    KC: tl.constexpr = 0,
+    KC: tl.constexpr = 0, CLAMP: tl.constexpr = False,
 ):
-    """``KC`` > 0 (tile option ``kconst2``): I, this GEMV's K, as this compile-time constant."""
+    """``KC`` > 0 (tile option ``kconst2``): I, this GEMV's K, as this compile-time
+    constant. ``CLAMP``: tile option ``clamp`` (_rows_dot)."""
     if KC > 0:
         I = KC
     p, j, cols, la, lb, rw = _pair(ids_ptr, tw_ptr, a_map, b_map, HAS_A, HAS_B, BN)
@@ -487,7 +506,7 @@ def _gemv2_kernel(
     yrow = ybase + cols
     if la >= 0:
         acc = _rows_dot(a_w, a_s, la, j * BN, 0, a_swe, a_swn, a_sse, a_ssn, hrow, I, a_vtab, a_stab,
-                        a_t0, a_t1, a_t2, 0, A_FMT, A_GROUP, BN, BK, ASM, False, PDL, False, L2PF)
+                        a_t0, a_t1, a_t2, 0, A_FMT, A_GROUP, BN, BK, ASM, False, PDL, False, L2PF, CLAMP)
         if A_HAS_S2:
             acc *= tl.load(a_s2 + la)
         if not WEIGHT_ON_INPUT:
@@ -495,7 +514,7 @@ def _gemv2_kernel(
         tl.store(yrow, acc)
     elif lb >= 0:
         acc = _rows_dot(b_w, b_s, lb, j * BN, 0, b_swe, b_swn, b_sse, b_ssn, hrow, I, b_vtab, b_stab,
-                        b_t0, b_t1, b_t2, b_t3, 0, 32, BN, BK, ASM, False, PDL, B_TILED, L2PF)
+                        b_t0, b_t1, b_t2, b_t3, 0, 32, BN, BK, ASM, False, PDL, B_TILED, L2PF, CLAMP)
         if not WEIGHT_ON_INPUT:
             acc *= rw
         tl.store(ybase + tiled_row(cols, B_TILED), acc)
@@ -532,6 +551,19 @@ def kconst_options(cfg) -> tuple:
             raise ValueError(f"decode GEMV tile option {key} must be 0 or 1, got {v!r}")
         out.append(bool(v))
     return tuple(out)
+
+
+# tile option clamp: each GEMV's next-K-block loads unmasked, their offset clamped to the last
+# block (_rows_dot). Why: a masked load compiles to a zero-fill move and a predicate per
+# register — compile_probe, Triton 3.6, SM90, GLM-5.2, with kconst13 / kconst2: the NF3 loops
+# 403 -> 366 (gate/up) and 399 -> 366 SASS instructions (down, I=512's tiles). Built in
+# session 26 after its last device call: not timed; off.
+def clamp_option(cfg) -> bool:
+    """The config's ``clamp`` (0 or 1; absent: off)."""
+    v = cfg.get("clamp", 0)
+    if v not in (0, 1, True, False):
+        raise ValueError(f"decode GEMV tile option clamp must be 0 or 1, got {v!r}")
+    return bool(v)
 
 
 def register_caps(cfg) -> tuple:
@@ -581,7 +613,7 @@ def launch_decode(a, b, x, topk_weights_flat, ids_flat, topk, planes, h, y, out,
                   A_HAS_S2=bool(a is not None and a.tier.w13_scale_2 is not None),
                   B_TILED=bool(b is not None and b.tiled),
                   WEIGHT_ON_INPUT=weight_on_input, ASM=asm, num_warps=cfg["warps"],
-                  L2PF=bool(cfg.get("l2pf", 0) and asm and l2_prefetch))
+                  L2PF=bool(cfg.get("l2pf", 0) and asm and l2_prefetch), CLAMP=clamp_option(cfg))
     # up to cfg["pdl"] tokens (bench_moe_h200_s6_pdl.json, H200: 30.0 / 50.0 / 86.0 µs at
     # 1 / 2 / 4 tokens against 33.6 / 54.2 / 89.8 without, even at 8, 2-4 % slower from 16)
     pdl = bool(pdl and asm and m <= cfg.get("pdl", 8))
