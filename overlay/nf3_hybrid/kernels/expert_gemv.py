@@ -542,15 +542,17 @@ GEMV_MAXNREG = (64, 128)
 # compile_probe, Triton 3.6, SM90, GLM-5.2: the NF3 gate/up loop 422 -> 403 SASS
 # instructions and 128 -> 96 registers; the down GEMV's 430 -> 399 (I=512's tiles) and
 # 439 -> 399 (I=2048's).
+def _switch(cfg, key) -> bool:
+    """A 0 / 1 tile option of the config (absent: off)."""
+    v = cfg.get(key, 0)
+    if v not in (0, 1, True, False):
+        raise ValueError(f"decode GEMV tile option {key} must be 0 or 1, got {v!r}")
+    return bool(v)
+
+
 def kconst_options(cfg) -> tuple:
-    """(gate/up, down): the config's ``kconst13`` / ``kconst2`` (0 or 1; absent: off)."""
-    out = []
-    for key in ("kconst13", "kconst2"):
-        v = cfg.get(key, 0)
-        if v not in (0, 1, True, False):
-            raise ValueError(f"decode GEMV tile option {key} must be 0 or 1, got {v!r}")
-        out.append(bool(v))
-    return tuple(out)
+    """(gate/up, down): the config's ``kconst13`` / ``kconst2``."""
+    return _switch(cfg, "kconst13"), _switch(cfg, "kconst2")
 
 
 # tile option clamp: each GEMV's next-K-block loads unmasked, their offset clamped to the last
@@ -559,11 +561,8 @@ def kconst_options(cfg) -> tuple:
 # 403 -> 366 (gate/up) and 399 -> 366 SASS instructions (down, I=512's tiles). Built in
 # session 26 after its last device call: not timed; off.
 def clamp_option(cfg) -> bool:
-    """The config's ``clamp`` (0 or 1; absent: off)."""
-    v = cfg.get("clamp", 0)
-    if v not in (0, 1, True, False):
-        raise ValueError(f"decode GEMV tile option clamp must be 0 or 1, got {v!r}")
-    return bool(v)
+    """The config's ``clamp``."""
+    return _switch(cfg, "clamp")
 
 
 def register_caps(cfg) -> tuple:
