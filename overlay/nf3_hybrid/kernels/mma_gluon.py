@@ -700,12 +700,9 @@ def mma13_kernel(x_ptr, stride_xm, w_ptr, s_ptr, s2_ptr, sorted_ptr, bexp_ptr, t
         if DAHEAD:
             # the next step's operands from its words (after the last step: unused)
             ng0, nu0, ng1, nu1 = _step_operands(gwd, gsc, uwd, usc, pt0, pt1, pt2, pt3, FMT, BN, BK, SPLIT, A_DOT)
-            if SPLIT == 1:
-                acc_g = mma_v2(ag0, xb, acc_g)
-                acc_u = mma_v2(au0, xb, acc_u)
-            else:
-                acc_g = mma_v2(ag0, xb, acc_g)
-                acc_u = mma_v2(au0, xb, acc_u)
+            acc_g = mma_v2(ag0, xb, acc_g)
+            acc_u = mma_v2(au0, xb, acc_u)
+            if SPLIT == 2:
                 xb = _x_second(xp, k0, xb2, BK, XAHEAD, B_DOT, XREG)
                 acc_g = mma_v2(ag1, xb, acc_g)
                 acc_u = mma_v2(au1, xb, acc_u)
