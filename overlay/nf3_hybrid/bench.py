@@ -651,17 +651,17 @@ def sweep(inter=512, log=print, classes=None, only=None) -> dict:
         per_m = []
         for i, cfg in enumerate(cands):
             triton_tiers.CONFIG_OVERRIDE = {**default, cls: cfg}
+            by_tokens = cls == "gemv" and bool(only) and i == 0  # the built-in GEMV tiles
             times = {}
             for m in SWEEP_TOKENS[cls]:
-                if cls == "gemv" and only and i == 0:
+                if by_tokens:
                     # the built-in GEMV tiles as they are at m tokens (options by token count)
                     triton_tiers.CONFIG_OVERRIDE = {**default, cls: triton_tiers.gemv_config(m, inter)}
                 w, ids = random_routing(m, E, topk, m)
                 x = (torch.randn(m, H, device="cuda") * 0.5).to(torch.bfloat16)
                 times[m] = round(time_graph(lambda: ex.forward(x, w, ids), iters=15), 1)
             per_m.append((cfg, times))
-            trials.append(dict(cls=cls, cfg=cfg, us=times, **({"builtin_by_tokens": True}
-                                                               if cls == "gemv" and only and i == 0 else {})))
+            trials.append(dict(cls=cls, cfg=cfg, us=times, **({"builtin_by_tokens": True} if by_tokens else {})))
             log(f"sweep {cls} {cfg}: {times}")
         best_at = {m: min(t[m] for _, t in per_m) for m in SWEEP_TOKENS[cls]}
         chosen[cls] = min(per_m, key=lambda ct: sum(ct[1][m] / best_at[m] for m in best_at))[0]

@@ -123,6 +123,17 @@ def ahead(cfg: dict) -> int:
     return n
 
 
+def _mma_sync_switch(cfg: dict, key: str, wgmma_why: str = "not for the wgmma kernels") -> bool:
+    """A 0 / 1 tile option of the mma.sync kernels: a clear error for another value, and
+    for 1 beside a wgmma tile (``wgmma_why`` says why it is not theirs)."""
+    n = int(cfg.get(key, 0))
+    if n not in (0, 1):
+        raise ValueError(f"{key}={n}: 0 or 1")
+    if n and cfg.get("wgmma"):
+        raise ValueError(f"{key}=1: an mma.sync tile option ({wgmma_why})")
+    return bool(n)
+
+
 def xahead(cfg: dict) -> bool:
     """Tile option ``mma_xahead`` (mma.sync kernels): 1 loads the next K step's activations
     (the B operand) into registers while this step is multiplied, as the weights already
@@ -130,13 +141,8 @@ def xahead(cfg: dict) -> bool:
     wait on the activations' L2 latency at each step. A clear error otherwise. Off by
     default: on the H200 (session 22) the small class was no faster with it, within -5 / +2 %
     of the built-in tiles at 8-64 tokens (bench.py's SWEEP has the numbers)."""
-    n = int(cfg.get("mma_xahead", 0))
-    if n not in (0, 1):
-        raise ValueError(f"mma_xahead={n}: 0 or 1")
-    if n and cfg.get("wgmma"):
-        raise ValueError("mma_xahead=1: an mma.sync tile option (the wgmma kernels stage their activations "
-                         "asynchronously, wg_stages)")
-    return bool(n)
+    return _mma_sync_switch(cfg, "mma_xahead", "the wgmma kernels stage their activations asynchronously, "
+                                                "wg_stages")
 
 
 def xreg(cfg: dict) -> bool:
@@ -151,16 +157,11 @@ def xreg(cfg: dict) -> bool:
     the H200 (session 23) the small class was 0-8 % slower with it from 16 tokens, and
     15-20 % slower with the activations in their original order (bench.py's SWEEP has the
     numbers) — the barrier it removes is not what limits these kernels."""
-    n = int(cfg.get("mma_xreg", 0))
-    if n not in (0, 1):
-        raise ValueError(f"mma_xreg={n}: 0 or 1")
-    if n and cfg.get("wgmma"):
-        raise ValueError("mma_xreg=1: an mma.sync tile option (the wgmma kernels read their activations from "
-                         "shared memory)")
+    n = _mma_sync_switch(cfg, "mma_xreg", "the wgmma kernels read their activations from shared memory")
     if n and xahead(cfg):
         raise ValueError("mma_xreg=1 with mma_xahead=1: choose one (mma_xreg loads each step's activations "
                          "into the B operand itself)")
-    return bool(n)
+    return n
 
 
 def tabvec(cfg: dict) -> bool:
@@ -171,12 +172,7 @@ def tabvec(cfg: dict) -> bool:
     by default: on the H200 (session 23) the small class was within -2.4 / +2.7 % of the
     built-in tiles with it, over two runs at I=512 and I=2048 (bench.py's SWEEP has the
     numbers) — 9 % fewer instructions, no measurable gain."""
-    n = int(cfg.get("mma_tabvec", 0))
-    if n not in (0, 1):
-        raise ValueError(f"mma_tabvec={n}: 0 or 1")
-    if n and cfg.get("wgmma"):
-        raise ValueError("mma_tabvec=1: an mma.sync tile option (not for the wgmma kernels)")
-    return bool(n)
+    return _mma_sync_switch(cfg, "mma_tabvec")
 
 
 def dahead(cfg: dict) -> bool:
@@ -189,15 +185,11 @@ def dahead(cfg: dict) -> bool:
     ``mma_ahead`` 2 (which it subsumes). Off by default: compile_probe (Triton 3.6) 96 →
     168 registers, and on the H200 (session 25) the small class was 22-26 % slower with it
     (bench.py's SWEEP has the numbers)."""
-    n = int(cfg.get("mma_dahead", 0))
-    if n not in (0, 1):
-        raise ValueError(f"mma_dahead={n}: 0 or 1")
-    if n and cfg.get("wgmma"):
-        raise ValueError("mma_dahead=1: an mma.sync tile option (not for the wgmma kernels)")
+    n = _mma_sync_switch(cfg, "mma_dahead")
     if n and ahead(cfg) == 2:
         raise ValueError("mma_dahead=1 with mma_ahead=2: choose one (mma_dahead loads the words two steps ahead "
                          "itself)")
-    return bool(n)
+    return n
 
 
 SPLITK = (1, 2, 4)
