@@ -1003,6 +1003,47 @@ def test_decode_gemv_with_k_a_constant_or_unmasked_loads_gives_the_same_bits(kep
         expert_gemv.clamp_option(dict(clamp="yes"))
 
 
+@pytest.mark.parametrize("kept_fmt", ["nvfp4", "mxfp4_e8m0k32"])
+def test_decode_gemv_with_two_word_e2m1_blocks_matches_the_reference(kept_fmt, monkeypatch):
+    """Tile option ``e2m1x2`` (the kept tier's words dotted two at a time, one scale a pair)
+    rounds differently, so it is held to the reference's result and to the one-word
+    blocks' within rounding: on the GPU the 16 products of a pair summed in fp16 (the PTX
+    block), under the interpreter the pair's fp32 sums — where a scale byte given to the
+    wrong pair of words (NVFP4 has two a unit) or an activation to the wrong word would be
+    errors of the weights' size, not of rounding. With K a constant and unmasked loads as
+    well, the built-in options it would run beside."""
+    from nf3_hybrid.backends import triton_tiers
+    from nf3_hybrid.kernels import expert_gemv
+
+    interp = triton_tiers.interpret()
+    hidden, inter = (384, 256) if interp else (6144, 512)
+    gemv_up_to(monkeypatch, 16)
+    ref, tri, ws = build(kept_fmt, 6, 24, hidden, inter, 64, 8, seed=89)
+    base = dict(triton_tiers.kernel_config(1, interp, inter), kconst13=0, kconst2=0)
+    if interp:
+        base.update(BN13=64, BN2=128)
+    settings = (dict(e2m1x2=1), dict(e2m1x2=1, kconst13=1, kconst2=1, clamp=1))
+    # one-word blocks against pairs: fp32 order only under the interpreter, fp16 sums of 8
+    # products a half instead of 4 on the GPU (then the bf16 output's rounding)
+    near = 1e-3 if interp else 4e-3
+    for m in (2,) if interp else (1, 3, 16):
+        w, ids = routing(m, 24, 8, seed=m + 89, device=DEV)
+        assert bool((tri.maps[0][0][ids] >= 0).any())  # the kept tier runs
+        x = (torch.randn(m, hidden, generator=torch.Generator().manual_seed(m + 5)) * 2).to(torch.bfloat16).to(DEV)
+        want = ref.forward(x, w, ids)
+        monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", {"gemv": base})
+        poison(ws)
+        one_word = tri.forward(x, w, ids)
+        for extra in settings:
+            monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", {"gemv": dict(base, **extra)})
+            poison(ws)
+            got = tri.forward(x, w, ids)
+            assert rel(got, want) < TOL, (m, extra, rel(got, want))
+            assert rel(got, one_word) < near, (m, extra, rel(got, one_word))
+    with pytest.raises(ValueError, match="e2m1x2 must be 0 or 1, got 3"):
+        expert_gemv.e2m1x2_option(dict(e2m1x2=3))
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("m", [1, 16])
 def test_decode_gemv_register_caps_give_the_same_bits_and_reach_ptxas(monkeypatch, m):

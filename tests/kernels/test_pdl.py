@@ -101,3 +101,23 @@ def test_gemv_with_clamped_next_block_loads_compiles_to_shorter_loops(tmp_path):
             assert len(loops(clamped)) == len(loops(plain)) == 2, (kernel, loops(plain), loops(clamped))
             assert all(c < p for c, p in zip(loops(clamped), loops(plain))), (kernel, kconst, loops(plain), loops(clamped))
             assert clamped["regs"] <= plain["regs"] and clamped["stack"] == 0, (kernel, kconst)
+
+
+@pytest.mark.parametrize("kconst", [1, 0])
+def test_gemv_with_two_word_e2m1_blocks_compiles_to_shorter_kept_loops(kconst, tmp_path):
+    """Tile option ``e2m1x2`` exists for the conversions, adds and scale multiplies a pair
+    of e2m1 words shares: each GEMV's kept-tier loop (its first) is shorter than with
+    one-word blocks, in no more registers and without a spill, with the options the
+    built-in tiles take at I=2048 and from 4 tokens (kconst, here with clamp) and without."""
+    got = {}
+    for pair in (0, 1):
+        out = tmp_path / str(pair)
+        out.mkdir()
+        extra = ",clamp=1" if kconst else ""
+        compile_probe(out, "--cfg", f"BN13=2,BK13=1024,BN2=32,BK2=128,warps=1,tiled=1,kconst={kconst}{extra},e2m1x2={pair}")
+        got[pair] = _report(out)
+    for kernel in ("_gemv13_kernel", "_gemv2_kernel"):
+        one, two = got[0][kernel], got[1][kernel]
+        kept = lambda r: [lp["instructions"] for lp in r["loops"] if lp["instructions"] > 1][0]
+        assert kept(two) < kept(one), (kernel, kept(one), kept(two))
+        assert two["regs"] <= one["regs"] and two["stack"] == 0, (kernel, one["regs"], two["regs"])

@@ -81,12 +81,15 @@ import triton
 import triton.language as tl
 
 from . import fit_tile, pair_sum, ptx_decode, register_cap
-from .ptx_decode import E2M1_DOT_ASM, E2M1_DOT_CONSTRAINTS, NF3_UNIT_DOT_ASM, NF3_UNIT_DOT_CONSTRAINTS
+from .ptx_decode import (E2M1_DOT_ASM, E2M1_DOT_CONSTRAINTS, E2M1_PAIR_DOT_ASM, E2M1_PAIR_DOT_CONSTRAINTS,
+                         NF3_UNIT_DOT_ASM, NF3_UNIT_DOT_CONSTRAINTS)
 
 _NF3_ASM = tl.constexpr(NF3_UNIT_DOT_ASM)
 _NF3_CONS = tl.constexpr(NF3_UNIT_DOT_CONSTRAINTS)
 _E2M1_ASM = tl.constexpr(E2M1_DOT_ASM)
 _E2M1_CONS = tl.constexpr(E2M1_DOT_CONSTRAINTS)
+_E2M1_PAIR_ASM = tl.constexpr(E2M1_PAIR_DOT_ASM)
+_E2M1_PAIR_CONS = tl.constexpr(E2M1_PAIR_DOT_CONSTRAINTS)
 
 
 @triton.jit
@@ -159,6 +162,34 @@ def _e2m1_word_dots(words, first, pstride, vtab_ptr, t0, t1, t2, FMT: tl.constex
         return tl.inline_asm_elementwise(_E2M1_ASM, _E2M1_CONS, [words, x0, x1, x2, x3, t0, t1, t2],
                                          dtype=tl.float32, is_pure=True, pack=1)
     return _word_dots(words, first, pstride, vtab_ptr, FMT)
+
+
+@triton.jit
+def _halves(t):
+    """[..., 4] → ([..., 2], [..., 2]): elements 2h and 2h + 1 of the last axis."""
+    return tl.split(tl.reshape(t, t.shape[:-1] + [2, 2]))
+
+
+@triton.jit
+def _e2m1_pair_dots(words, first, pstride, vtab_ptr, t0, t1, t2, FMT: tl.constexpr, ASM: tl.constexpr):
+    """fp32 [R, U, 2]: the sixteen weights (unscaled) of each pair of e2m1 words 2h, 2h + 1
+    of a unit (``words`` [R, U, 4]: one NVFP4 scale group a pair) dotted with their
+    activations (pair planes from ``first``, [1, U, 4] as for the one-word block, so that
+    each plane is still one vector load of a unit's four words). With ASM one inline block
+    per pair (ptx_decode's two-word e2m1 block: the products summed in fp16)."""
+    x0, x1, x2, x3 = _x4(first, pstride)
+    w0, w1 = _halves(words)
+    if ASM:
+        a0, b0 = _halves(x0)
+        a1, b1 = _halves(x1)
+        a2, b2 = _halves(x2)
+        a3, b3 = _halves(x3)
+        return tl.inline_asm_elementwise(_E2M1_PAIR_ASM, _E2M1_PAIR_CONS,
+                                         [w0, w1, a0, a1, a2, a3, b0, b1, b2, b3, t0, t1, t2],
+                                         dtype=tl.float32, is_pure=True, pack=1)
+    part = _word_dots(words, first, pstride, vtab_ptr, FMT)
+    even, odd = _halves(part)
+    return even + odd
 
 
 @triton.jit
@@ -253,7 +284,8 @@ def _prefetch_rows(wbase, sbase, row0, up_off, stride_wn, stride_sn, R: tl.const
 def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, stride_sn, vec_ptr, K,
               vtab_ptr, stab_ptr, t0, t1, t2, t3, FMT: tl.constexpr, GROUP: tl.constexpr,
               R: tl.constexpr, BK: tl.constexpr, ASM: tl.constexpr, PAIRED: tl.constexpr, PDL: tl.constexpr,
-              TILED: tl.constexpr = False, L2PF: tl.constexpr = False, CLAMP: tl.constexpr = False):
+              TILED: tl.constexpr = False, L2PF: tl.constexpr = False, CLAMP: tl.constexpr = False,
+              E2M1X2: tl.constexpr = False):
     """fp32 [R]: R weight rows of local expert e times the activations — rows row0.. , or
     with PAIRED the interleaved pairs (row0 + i, up_off + row0 + i), a gate row and its up
     row, so both come out of one pass over K. ``w_ptr``: the packed tensor viewed as int32
@@ -267,7 +299,9 @@ def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, st
     are loaded before waiting for that kernel, the activations after. With CLAMP (tile
     option ``clamp``) the next block's offset is clamped to the last block instead of its
     loads being masked — the last step reloads the last block, unused — so that no load
-    needs a predicate or a zero-fill (K is a whole number of blocks: fit_tile). Partial
+    needs a predicate or a zero-fill (K is a whole number of blocks: fit_tile). With E2M1X2
+    (tile option ``e2m1x2``, kept tiers) a unit's words 0-1 and 2-3 go through one two-word
+    block each (``_e2m1_pair_dots``) and take one scale multiply. Partial
     sums stay per element and are reduced once at the end (a reduction across lanes every
     K-step would cost more than the decoding).
 
@@ -347,10 +381,13 @@ def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, st
             tl.extra.cuda.gdc_wait()
         unit = tl.arange(0, U)[None, :, None]
         word = tl.arange(0, 4)[None, None, :]
-        acc = tl.zeros([R, U, 4], dtype=tl.float32)
+        acc = tl.zeros([R, U, 2 if E2M1X2 else 4], dtype=tl.float32)
         for k0 in range(0, K, BK):
             words = tl.reshape(wn.to(tl.uint32, bitcast=True), [R, U, 4])
-            sb = _widen_unit_scales(sbn, R, U, SPU)
+            if E2M1X2:
+                sb = _pair_unit_scales(sbn, R, U, SPU).to(tl.uint8)  # for words 2h, 2h + 1
+            else:
+                sb = _widen_unit_scales(sbn, R, U, SPU)
             if CLAMP:
                 nk = tl.minimum(k0 + BK, K - BK)
                 wn = tl.load(p + nk // 8)
@@ -359,7 +396,10 @@ def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, st
                 wn = tl.load(p + (k0 + BK) // 8, mask=(i // 4 % U + (k0 + BK) // 32) * 32 < K)
                 sbn = _unit_scales(q + (k0 + BK) // GROUP, (j % U + (k0 + BK) // 32) * 32 < K, SPU)
             first = vec_ptr + (k0 // 8 + unit * 4 + word)
-            part = _e2m1_word_dots(words, first, pstride, vtab_ptr, t0, t1, t2, FMT, ASM)
+            if E2M1X2:
+                part = _e2m1_pair_dots(words, first, pstride, vtab_ptr, t0, t1, t2, FMT, ASM)
+            else:
+                part = _e2m1_word_dots(words, first, pstride, vtab_ptr, t0, t1, t2, FMT, ASM)
             acc += part * _scale(sb, stab_ptr, FMT)
         return tl.sum(tl.sum(acc, axis=2), axis=1) * _scale_unit(FMT)
 
@@ -414,9 +454,10 @@ def _unit_scales(q, mask, SPU: tl.constexpr):
 
 
 @triton.jit
-def _widen_unit_scales(v, R: tl.constexpr, U: tl.constexpr, SPU: tl.constexpr):
-    """[R, U, 4] scale bytes, one per word, from ``_unit_scales``'s flat values: words 0-1 of
-    a unit take the low byte and 2-3 the high one when there are two."""
+def _pair_unit_scales(v, R: tl.constexpr, U: tl.constexpr, SPU: tl.constexpr):
+    """[R, U, 2] scale bytes, one per word pair (words 2h, 2h + 1 of a unit), from
+    ``_unit_scales``'s flat values: the low byte for words 0-1 and the high byte for 2-3
+    when there are two, else the unit's one byte for both."""
     v = tl.reshape(v, [R, U])
     if SPU == 2:
         lo = v & 0xFF
@@ -424,7 +465,13 @@ def _widen_unit_scales(v, R: tl.constexpr, U: tl.constexpr, SPU: tl.constexpr):
     else:
         lo = v
         hi = v
-    pair = tl.join(lo, hi)  # [R, U, 2]
+    return tl.join(lo, hi)
+
+
+@triton.jit
+def _widen_unit_scales(v, R: tl.constexpr, U: tl.constexpr, SPU: tl.constexpr):
+    """[R, U, 4] scale bytes, one per word (``_pair_unit_scales``' byte of its pair)."""
+    pair = _pair_unit_scales(v, R, U, SPU)
     return tl.interleave(pair, pair).to(tl.uint8)
 
 
@@ -461,10 +508,10 @@ def _gemv13_kernel(
     A_FMT: tl.constexpr, A_GROUP: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
     A_HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
     ASM: tl.constexpr, PDL: tl.constexpr, B_TILED: tl.constexpr = False, L2PF: tl.constexpr = False,
-    KC: tl.constexpr = 0, CLAMP: tl.constexpr = False,
+    KC: tl.constexpr = 0, CLAMP: tl.constexpr = False, E2M1X2: tl.constexpr = False,
 ):
     """``KC`` > 0 (tile option ``kconst13``): K, the hidden size, as this compile-time
-    constant. ``CLAMP``: tile option ``clamp`` (_rows_dot)."""
+    constant. ``CLAMP`` / ``E2M1X2``: tile options ``clamp`` / ``e2m1x2`` (_rows_dot)."""
     if KC > 0:
         K = KC
     p, j, cols, la, lb, rw = _pair(ids_ptr, tw_ptr, a_map, b_map, HAS_A, HAS_B, BN)
@@ -472,7 +519,8 @@ def _gemv13_kernel(
     hrow = h_ptr + p.to(tl.int64) * stride_h
     if la >= 0:
         gu = _rows_dot(a_w, a_s, la, j * BN, I, a_swe, a_swn, a_sse, a_ssn, xa_ptr + xrow, K,
-                       a_vtab, a_stab, a_t0, a_t1, a_t2, 0, A_FMT, A_GROUP, 2 * BN, BK, ASM, True, PDL, False, L2PF, CLAMP)
+                       a_vtab, a_stab, a_t0, a_t1, a_t2, 0, A_FMT, A_GROUP, 2 * BN, BK, ASM, True, PDL, False, L2PF, CLAMP,
+                       E2M1X2)
         gate, up = tl.split(tl.reshape(gu, [BN, 2]))
         _act_store(gate, up, hrow, cols, I, a_s2 + la * 2, rw, A_FMT, A_HAS_S2, WEIGHT_ON_INPUT)
     elif lb >= 0:
@@ -494,10 +542,10 @@ def _gemv2_kernel(
     A_FMT: tl.constexpr, A_GROUP: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
     A_HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
     ASM: tl.constexpr, PDL: tl.constexpr, B_TILED: tl.constexpr = False, L2PF: tl.constexpr = False,
-    KC: tl.constexpr = 0, CLAMP: tl.constexpr = False,
+    KC: tl.constexpr = 0, CLAMP: tl.constexpr = False, E2M1X2: tl.constexpr = False,
 ):
     """``KC`` > 0 (tile option ``kconst2``): I, this GEMV's K, as this compile-time
-    constant. ``CLAMP``: tile option ``clamp`` (_rows_dot)."""
+    constant. ``CLAMP`` / ``E2M1X2``: tile options ``clamp`` / ``e2m1x2`` (_rows_dot)."""
     if KC > 0:
         I = KC
     p, j, cols, la, lb, rw = _pair(ids_ptr, tw_ptr, a_map, b_map, HAS_A, HAS_B, BN)
@@ -506,7 +554,7 @@ def _gemv2_kernel(
     yrow = ybase + cols
     if la >= 0:
         acc = _rows_dot(a_w, a_s, la, j * BN, 0, a_swe, a_swn, a_sse, a_ssn, hrow, I, a_vtab, a_stab,
-                        a_t0, a_t1, a_t2, 0, A_FMT, A_GROUP, BN, BK, ASM, False, PDL, False, L2PF, CLAMP)
+                        a_t0, a_t1, a_t2, 0, A_FMT, A_GROUP, BN, BK, ASM, False, PDL, False, L2PF, CLAMP, E2M1X2)
         if A_HAS_S2:
             acc *= tl.load(a_s2 + la)
         if not WEIGHT_ON_INPUT:
@@ -565,6 +613,23 @@ def clamp_option(cfg) -> bool:
     return _switch(cfg, "clamp")
 
 
+# tile option e2m1x2: the kept tier's e2m1 words decoded and dotted two at a time, one
+# NVFP4 scale group a block (ptx_decode.E2M1_PAIR_DOT_ASM: 16 products summed in fp16 before
+# one conversion to fp32, as the NF3 group block sums two words). Why: per pair of words it
+# saves two fp16 → fp32 conversions, an add and a scale multiply-add. It rounds differently
+# from the one-word block (eight fp16 products a half before fp32, not four), so its bits are
+# not the default's. Built in session 27 without a device: not timed, off. compile_probe,
+# Triton 3.6, SM90, GLM-5.2, tiled NF3, kept-tier loop instructions and registers, one-word
+# → two-word blocks: I=512's tiles with kconst and clamp 421 → 391 (both GEMVs), 96 → 80
+# registers; kconst alone 460 → 436 (down 458 → 437); I=2048's down tiles with kconst 539 →
+# 503 (96 → 80 registers), with clamp as well 505 → 466 (96 → 72). Without kconst (I=512 at
+# 1-2 tokens) the gate/up GEMV takes 132 registers instead of 128, as in session 8. The NF3
+# loops are the same within ±8 instructions.
+def e2m1x2_option(cfg) -> bool:
+    """The config's ``e2m1x2``."""
+    return _switch(cfg, "e2m1x2")
+
+
 def register_caps(cfg) -> tuple:
     """(gate/up, down) launch options from the config's ``maxnreg13`` / ``maxnreg2``."""
     return tuple(register_cap(f"decode GEMV tile option {key}", cfg.get(key), GEMV_MAXNREG)
@@ -612,7 +677,8 @@ def launch_decode(a, b, x, topk_weights_flat, ids_flat, topk, planes, h, y, out,
                   A_HAS_S2=bool(a is not None and a.tier.w13_scale_2 is not None),
                   B_TILED=bool(b is not None and b.tiled),
                   WEIGHT_ON_INPUT=weight_on_input, ASM=asm, num_warps=cfg["warps"],
-                  L2PF=bool(cfg.get("l2pf", 0) and asm and l2_prefetch), CLAMP=clamp_option(cfg))
+                  L2PF=bool(cfg.get("l2pf", 0) and asm and l2_prefetch), CLAMP=clamp_option(cfg),
+                  E2M1X2=e2m1x2_option(cfg))
     # up to cfg["pdl"] tokens (bench_moe_h200_s6_pdl.json, H200: 30.0 / 50.0 / 86.0 µs at
     # 1 / 2 / 4 tokens against 33.6 / 54.2 / 89.8 without, even at 8, 2-4 % slower from 16)
     pdl = bool(pdl and asm and m <= cfg.get("pdl", 8))

@@ -52,8 +52,12 @@ inline assembly; there the kernels look codes up in a table instead).
 """
 from __future__ import annotations
 
+import re
 import struct
+from fractions import Fraction
 from typing import Dict, List, Sequence
+
+import numpy as np
 
 MASK32 = 0xFFFFFFFF
 
@@ -181,11 +185,18 @@ NF3_VALUES_CONSTRAINTS = ",".join(["=h"] * 8 + ["r"] * 5)
 # the grouped path's NVFP4 tile (tile option ``ptx4``): one e2m1 word's eight values
 E2M1_VALUES_ASM = _render_values(_E2M1_BODY, ("w", "ta", "tb", "z"))
 E2M1_VALUES_CONSTRAINTS = ",".join(["=h"] * 8 + ["r"] * 4)
-# the decode GEMV's e2m1 block, one word. (Session 8: two words per block, an NVFP4 scale
-# group summed in fp16, cut the down GEMV's e2m1 loop 542 → 507 SASS instructions but took
-# the gate/up GEMV to 132 registers and added a layout conversion — not timed, left out.)
+# the decode GEMV's e2m1 block, one word
 E2M1_DOT_ASM = _render_dot("", _E2M1_BODY, _E2M1_INPUTS, ("w",))
 E2M1_DOT_CONSTRAINTS = "=r," + ",".join(["r"] * len(_E2M1_INPUTS))
+# the decode GEMV's e2m1 block over two words, one NVFP4 scale group (tile option e2m1x2):
+# their 16 products summed in fp16 (eight a half, as the NF3 group block sums two words), then
+# one conversion to fp32 and one add instead of two of each. Session 8 tried it when the
+# gate/up GEMV was at 128 registers: 542 → 507 SASS instructions in the down GEMV's e2m1 loop,
+# 132 registers in gate/up, not timed. Session 27: the GEMVs now run at 96 registers
+# (kconst, clamp), so it was built again (expert_gemv._rows_dot).
+_E2M1_PAIR_INPUTS = ("w0", "w1") + tuple(f"x{j}{q}" for j in range(2) for q in range(4)) + ("ta", "tb", "z")
+E2M1_PAIR_DOT_ASM = _render_dot("", _E2M1_BODY, _E2M1_PAIR_INPUTS, ("w0", "w1"))
+E2M1_PAIR_DOT_CONSTRAINTS = "=r," + ",".join(["r"] * len(_E2M1_PAIR_INPUTS))
 
 
 def _fp16_bits(v: float) -> int:
@@ -292,6 +303,86 @@ def emulate_nf3_group(words: Sequence[int], tables: Sequence[int]) -> List[int]:
         _run(_NF3_BODY, regs)
         out += _halves(regs)
     return out
+
+
+def _fp16_exact(bits: int) -> Fraction:
+    v = struct.unpack("<e", struct.pack("<H", bits & 0xFFFF))[0]
+    if v != v or v in (float("inf"), float("-inf")):
+        raise ValueError(f"emulate: fp16 operand {bits:#06x} is not finite")
+    return Fraction(v)
+
+
+def _fp16_round(q: Fraction) -> int:
+    """The fp16 bits of ``q`` rounded to nearest even (overflow to infinity, subnormals
+    kept): what a ``.rn`` f16 instruction writes for an exact result ``q``."""
+    if q == 0:
+        return 0
+    sign, a = (0x8000, -q) if q < 0 else (0, q)
+    e = a.numerator.bit_length() - a.denominator.bit_length()
+    if Fraction(2) ** e > a:
+        e -= 1
+    ulp = Fraction(2) ** (max(e, -14) - 10)
+    n = a / ulp
+    whole, rest = divmod(n.numerator, n.denominator)
+    if 2 * rest > n.denominator or (2 * rest == n.denominator and whole % 2):
+        whole += 1
+    v = whole * ulp
+    if v > 65504:
+        return sign | 0x7C00
+    return sign | _fp16_bits(float(v))
+
+
+def _f16x2(op: str, *words: int) -> int:
+    """mul.rn.f16x2 (two operands) or fma.rn.f16x2 (three) on packed halves, each half
+    rounded once from its exact result."""
+    out = 0
+    for h in (0, 16):
+        v = [_fp16_exact(w >> h) for w in words]
+        exact = v[0] * v[1] + (v[2] if op == "fma" else 0)
+        out |= _fp16_round(exact) << h
+    return out
+
+
+def emulate_dot(asm: str, args: Sequence[int]) -> float:
+    """Runs a rendered dot block (``*_DOT_ASM``: $0 the fp32 result, $1.. = ``args``, the
+    32-bit inputs in the block's order) instruction by instruction, and returns $0: the
+    bit logic as in ``emulate``, each packed fp16 multiply or multiply-add rounded once, as
+    the ``.rn`` instructions are, and the fp32 conversions and adds in float32. So that the
+    CPU suite checks which activations each decoded value meets and in what order the block
+    sums them, not only the decoding."""
+    regs: Dict[str, object] = {}
+
+    def val(tok: str):
+        if tok.startswith("$"):
+            return args[int(tok[1:]) - 1] & MASK32
+        return regs[tok] if tok in regs else int(tok, 0) & MASK32
+
+    result = None
+    for line in (ln.strip() for ln in asm.splitlines()):
+        if line in ("{", "}") or line.startswith(".reg"):
+            continue
+        op, rest = line.split(" ", 1)
+        d, *src = re.findall(r"\{[^}]*\}|[^,\s]+", rest.rstrip(";"))
+        if op == "mov.b32" and d.startswith("{"):
+            lo, hi = (n.strip() for n in d.strip("{}").split(","))
+            w = val(src[0])
+            regs[lo], regs[hi] = w & 0xFFFF, w >> 16
+        elif op == "mov.b32" and d == "$0":
+            result = regs[src[0]]
+        elif op in ("mul.rn.f16x2", "fma.rn.f16x2"):
+            regs[d] = _f16x2(op[:3], *(val(s) for s in src))
+        elif op == "cvt.f32.f16":
+            regs[d] = np.float32(_fp16_exact(regs[src[0]]))
+        elif op == "add.f32":
+            regs[d] = np.float32(regs[src[0]]) + np.float32(regs[src[1]])
+        else:
+            tmp = {k: v for k, v in regs.items() if isinstance(v, int)}
+            tmp.update({t: val(t) for t in src if t.startswith("$")})
+            _run(f"{op} {d}, " + ", ".join(src) + ";", tmp)
+            regs[d] = tmp[d]
+    if result is None:
+        raise ValueError("emulate_dot: the block never writes $0")
+    return float(result)
 
 
 def _render_scaled_values(body: str, tables: Sequence[str]) -> str:
