@@ -962,6 +962,23 @@ def test_decode_gemv_l2_prefetch_gives_the_same_bits(monkeypatch, m, layout):
     assert ws.l2_prefetch
 
 
+def _gemv_option_layer(monkeypatch, kept_fmt, seed):
+    """(interp, hidden, ref, tri, ws, base) for the decode GEMV's tile-option tests: a hybrid
+    layer at GLM-5.2's hidden size on the GPU, a small one under the interpreter (three
+    gate/up K steps and two down), and the GEMV's built-in tiles with K at run time —
+    wider programs under the interpreter, whose time is per program."""
+    from nf3_hybrid.backends import triton_tiers
+
+    interp = triton_tiers.interpret()
+    hidden, inter = (384, 256) if interp else (6144, 512)
+    gemv_up_to(monkeypatch, 16)
+    ref, tri, ws = build(kept_fmt, 6, 24, hidden, inter, 64, 8, seed=seed)
+    base = dict(triton_tiers.kernel_config(1, interp, inter), kconst13=0, kconst2=0)
+    if interp:
+        base.update(BN13=64, BN2=128)
+    return interp, hidden, ref, tri, ws, base
+
+
 @pytest.mark.parametrize("kept_fmt", ["nvfp4", "mxfp4_e8m0k32"])
 def test_decode_gemv_with_k_a_constant_or_unmasked_loads_gives_the_same_bits(kept_fmt, monkeypatch):
     """Tile options ``kconst13`` / ``kconst2`` (a GEMV's K a compile-time constant) and
@@ -973,13 +990,7 @@ def test_decode_gemv_with_k_a_constant_or_unmasked_loads_gives_the_same_bits(kep
     from nf3_hybrid.backends import triton_tiers
     from nf3_hybrid.kernels import expert_gemv
 
-    interp = triton_tiers.interpret()
-    hidden, inter = (384, 256) if interp else (6144, 512)
-    gemv_up_to(monkeypatch, 16)
-    ref, tri, ws = build(kept_fmt, 6, 24, hidden, inter, 64, 8, seed=83)
-    base = dict(triton_tiers.kernel_config(1, interp, inter), kconst13=0, kconst2=0)
-    if interp:
-        base.update(BN13=64, BN2=128)  # fewer, wider programs: the interpreter's time is per program
+    interp, hidden, ref, tri, ws, base = _gemv_option_layer(monkeypatch, kept_fmt, 83)
     assert hidden // base["BK13"] == 3 or not interp
     settings = ({}, dict(kconst13=1, kconst2=1), dict(clamp=1)) if interp else \
         ({}, dict(kconst13=1), dict(kconst2=1), dict(kconst13=1, kconst2=1), dict(clamp=1),
@@ -1015,13 +1026,7 @@ def test_decode_gemv_with_two_word_e2m1_blocks_matches_the_reference(kept_fmt, m
     from nf3_hybrid.backends import triton_tiers
     from nf3_hybrid.kernels import expert_gemv
 
-    interp = triton_tiers.interpret()
-    hidden, inter = (384, 256) if interp else (6144, 512)
-    gemv_up_to(monkeypatch, 16)
-    ref, tri, ws = build(kept_fmt, 6, 24, hidden, inter, 64, 8, seed=89)
-    base = dict(triton_tiers.kernel_config(1, interp, inter), kconst13=0, kconst2=0)
-    if interp:
-        base.update(BN13=64, BN2=128)
+    interp, hidden, ref, tri, ws, base = _gemv_option_layer(monkeypatch, kept_fmt, 89)
     settings = (dict(e2m1x2=1), dict(e2m1x2=1, kconst13=1, kconst2=1, clamp=1))
     # one-word blocks against pairs: fp32 order only under the interpreter, fp16 sums of 8
     # products a half instead of 4 on the GPU (then the bf16 output's rounding)

@@ -252,22 +252,26 @@ def _run(body: str, regs: Dict[str, int]) -> None:
     for line in _lines(body):
         op, rest = line.split(" ", 1)
         d, *src = [a.strip() for a in rest.rstrip(";").split(",")]
-        v = [val(s) for s in src]
-        if op == "mov.b32":
-            r = v[0]
-        elif op == "shl.b32":
-            r = v[0] << v[1]
-        elif op == "shr.b32":
-            r = v[0] >> v[1]
-        elif op == "and.b32":
-            r = v[0] & v[1]
-        elif op == "lop3.b32":
-            r = _lop3(v[0], v[1], v[2], v[3])
-        elif op == "prmt.b32":
-            r = _prmt(v[0], v[1], v[2])
-        else:
-            raise ValueError(f"emulate: no rule for {op}")
-        regs[d] = r & MASK32
+        regs[d] = _bit_op(op, [val(s) for s in src])
+
+
+def _bit_op(op: str, v: Sequence[int]) -> int:
+    """The 32-bit result of one of the blocks' integer instructions on operand values v."""
+    if op == "mov.b32":
+        r = v[0]
+    elif op == "shl.b32":
+        r = v[0] << v[1]
+    elif op == "shr.b32":
+        r = v[0] >> v[1]
+    elif op == "and.b32":
+        r = v[0] & v[1]
+    elif op == "lop3.b32":
+        r = _lop3(v[0], v[1], v[2], v[3])
+    elif op == "prmt.b32":
+        r = _prmt(v[0], v[1], v[2])
+    else:
+        raise ValueError(f"emulate: no rule for {op}")
+    return r & MASK32
 
 
 def _halves(regs: Dict[str, int]) -> List[int]:
@@ -376,10 +380,7 @@ def emulate_dot(asm: str, args: Sequence[int]) -> float:
         elif op == "add.f32":
             regs[d] = np.float32(regs[src[0]]) + np.float32(regs[src[1]])
         else:
-            tmp = {k: v for k, v in regs.items() if isinstance(v, int)}
-            tmp.update({t: val(t) for t in src if t.startswith("$")})
-            _run(f"{op} {d}, " + ", ".join(src) + ";", tmp)
-            regs[d] = tmp[d]
+            regs[d] = _bit_op(op, [val(s) for s in src])
     if result is None:
         raise ValueError("emulate_dot: the block never writes $0")
     return float(result)
