@@ -62,6 +62,20 @@ def _report(out_dir):
     return {name: ast.literal_eval(d) for name, d in rows}
 
 
+def _probe_report(tmp_path, name, cfg):
+    """compile_probe's report for the decode GEMVs under ``--cfg cfg``, its files in
+    tmp_path / name."""
+    out = tmp_path / name
+    out.mkdir()
+    compile_probe(out, "--cfg", cfg)
+    return _report(out)
+
+
+def _loops(report):
+    """A kernel's loops' instruction counts, in code order (the kept tier's, then NF3's)."""
+    return [lp["instructions"] for lp in report["loops"] if lp["instructions"] > 1]
+
+
 @pytest.mark.parametrize("inter,down", [(512, "BN2=32,BK2=128"), (2048, "BN2=8,BK2=512")])
 def test_gemv_with_k_a_constant_compiles_to_shorter_loops_in_fewer_registers(inter, down, tmp_path):
     """Tile options ``kconst13`` / ``kconst2`` exist for what ptxas makes of a known K (the activation
@@ -69,16 +83,11 @@ def test_gemv_with_k_a_constant_compiles_to_shorter_loops_in_fewer_registers(int
     built-in tiles, each GEMV's NF3 loop (its last) is shorter and takes no more registers
     than with K at run time, without a spill. If a Triton stops folding the constant, the
     options buy nothing and this says so."""
-    got = {}
-    for kconst in (0, 1):
-        out = tmp_path / str(kconst)
-        out.mkdir()
-        compile_probe(out, "--cfg", f"BN13=2,BK13=1024,{down},warps=1,inter={inter},kconst={kconst}")
-        got[kconst] = _report(out)
+    got = {kconst: _probe_report(tmp_path, str(kconst), f"BN13=2,BK13=1024,{down},warps=1,inter={inter},kconst={kconst}")
+           for kconst in (0, 1)}
     for kernel in ("_gemv13_kernel", "_gemv2_kernel"):
         plain, const = got[0][kernel], got[1][kernel]
-        loop = lambda r: [lp["instructions"] for lp in r["loops"] if lp["instructions"] > 1][-1]
-        assert loop(const) < loop(plain), (kernel, loop(const), loop(plain))
+        assert _loops(const)[-1] < _loops(plain)[-1], (kernel, _loops(const), _loops(plain))
         assert const["regs"] <= plain["regs"] and const["stack"] == 0, (kernel, const["regs"], plain["regs"])
 
 
@@ -86,20 +95,15 @@ def test_gemv_with_clamped_next_block_loads_compiles_to_shorter_loops(tmp_path):
     """Tile option ``clamp`` exists for the predicates and zero-fills a masked load costs:
     with the next block's offset clamped instead, each GEMV's loops (both tiers', tiled NF3)
     are shorter than with masks, with and without K a constant, and take no more registers,
-    without a spill — and the loop's global loads carry no predicate."""
-    got = {}
-    for clamp in (0, 1):
-        for kconst in (0, 1):
-            out = tmp_path / f"{clamp}{kconst}"
-            out.mkdir()
-            compile_probe(out, "--cfg", f"BN13=2,BK13=1024,BN2=32,BK2=128,warps=1,tiled=1,kconst={kconst},clamp={clamp}")
-            got[clamp, kconst] = _report(out)
+    without a spill."""
+    got = {(clamp, kconst): _probe_report(tmp_path, f"{clamp}{kconst}",
+                                          f"BN13=2,BK13=1024,BN2=32,BK2=128,warps=1,tiled=1,kconst={kconst},clamp={clamp}")
+           for clamp in (0, 1) for kconst in (0, 1)}
     for kernel in ("_gemv13_kernel", "_gemv2_kernel"):
         for kconst in (0, 1):
             plain, clamped = got[0, kconst][kernel], got[1, kconst][kernel]
-            loops = lambda r: [lp["instructions"] for lp in r["loops"] if lp["instructions"] > 1]
-            assert len(loops(clamped)) == len(loops(plain)) == 2, (kernel, loops(plain), loops(clamped))
-            assert all(c < p for c, p in zip(loops(clamped), loops(plain))), (kernel, kconst, loops(plain), loops(clamped))
+            assert len(_loops(clamped)) == len(_loops(plain)) == 2, (kernel, _loops(plain), _loops(clamped))
+            assert all(c < p for c, p in zip(_loops(clamped), _loops(plain))), (kernel, kconst, _loops(plain), _loops(clamped))
             assert clamped["regs"] <= plain["regs"] and clamped["stack"] == 0, (kernel, kconst)
 
 
@@ -109,15 +113,11 @@ def test_gemv_with_two_word_e2m1_blocks_compiles_to_shorter_kept_loops(kconst, t
     of e2m1 words shares: each GEMV's kept-tier loop (its first) is shorter than with
     one-word blocks, in no more registers and without a spill, with the options the
     built-in tiles take at I=2048 and from 4 tokens (kconst, here with clamp) and without."""
-    got = {}
-    for pair in (0, 1):
-        out = tmp_path / str(pair)
-        out.mkdir()
-        extra = ",clamp=1" if kconst else ""
-        compile_probe(out, "--cfg", f"BN13=2,BK13=1024,BN2=32,BK2=128,warps=1,tiled=1,kconst={kconst}{extra},e2m1x2={pair}")
-        got[pair] = _report(out)
+    extra = ",clamp=1" if kconst else ""
+    got = {pair: _probe_report(tmp_path, str(pair),
+                               f"BN13=2,BK13=1024,BN2=32,BK2=128,warps=1,tiled=1,kconst={kconst}{extra},e2m1x2={pair}")
+           for pair in (0, 1)}
     for kernel in ("_gemv13_kernel", "_gemv2_kernel"):
         one, two = got[0][kernel], got[1][kernel]
-        kept = lambda r: [lp["instructions"] for lp in r["loops"] if lp["instructions"] > 1][0]
-        assert kept(two) < kept(one), (kernel, kept(one), kept(two))
+        assert _loops(two)[0] < _loops(one)[0], (kernel, _loops(one), _loops(two))
         assert two["regs"] <= one["regs"] and two["stack"] == 0, (kernel, one["regs"], two["regs"])
