@@ -135,7 +135,8 @@ def test_the_decode_gemv_takes_its_k_as_a_constant_where_that_measured_faster():
     """triton_tiers.GEMV_KCONST_FROM_INTER / _FROM_TOKENS (session 26, H200: at I=2048
     faster at every GEMV size, at I=512 slower at 1-2 tokens): the built-in GEMV options
     per token count and intermediate size, both GEMVs alike, read back by the launcher's
-    own parser; the interpreter's tiles never ask for it."""
+    own parser; clamp and e2m1x2 (session 29) exactly where K is a constant; the
+    interpreter's tiles ask for none of them."""
     from nf3_hybrid.backends import triton_tiers
     from nf3_hybrid.kernels import expert_gemv
 
@@ -144,4 +145,7 @@ def test_the_decode_gemv_takes_its_k_as_a_constant_where_that_measured_faster():
         cfg = triton_tiers.kernel_config(m, False, inter)
         assert cfg == triton_tiers.gemv_config(m, inter)
         assert expert_gemv.kconst_options(cfg) == (on, on), (m, inter)
-    assert expert_gemv.kconst_options(triton_tiers.kernel_config(8, True, 2048)) == (False, False)
+        assert expert_gemv.clamp_option(cfg) == expert_gemv.e2m1x2_option(cfg) == on, (m, inter)
+    interp = triton_tiers.kernel_config(8, True, 2048)
+    assert expert_gemv.kconst_options(interp) == (False, False)
+    assert not expert_gemv.clamp_option(interp) and not expert_gemv.e2m1x2_option(interp)

@@ -51,9 +51,20 @@ GEMV_TOKENS = 24
 # tiles' the experts hit. H200, GLM-5.2, hybrid layer, µs, GEMV / small tiles in one call
 # (bench_moe_h200_s18_{gemv,grouped}_bounds.json): I=512 181 / 206 at 12 tokens, 234 / 234
 # at 16, 286 / 257 at 20, 337 / 284 at 24; I=1024 240 / 247 at 8, 343 / 320 at 12, 443 / 385
-# at 16; I=2048 357 / 363 at 6, 459 / 434 at 8, 868 / 726 at 16. So: (intermediate size at
+# at 16; I=2048 357 / 363 at 6, 459 / 434 at 8, 868 / 726 at 16. Session 29, on the GEMV's
+# options of today (kconst, clamp, e2m1x2; 3-8 % faster from 4 tokens), H100 (the H200 was not
+# lent), one call (bench_moe_h100_s29_bound2_{gemv,small}_i*.json): I=512 177.6 / 211.8 at 12,
+# 219.9 / 255.7 at 16, 265.8 / 278.6 at 20, 309.3 / 294.9 at 24; I=1024 226.4 / 275.6 at 8,
+# 266.1 / 284.7 at 10, 329.2 / 343.0 at 12, 427.5 / 405.5 at 16; I=2048 338.1 / 388.6 at 6,
+# 438.0 / 463.0 at 8, 518.2 / 496.9 at 10, 633.1 / 637.6 at 12, 814.7 / 774.6 at 16. The
+# bounds at I=1024 and 2048 move up to the last size the GEMV won on the H100 (12, 8); on the
+# H200, session 18's times less the GEMV's gains measured since (kconst 2-8 %, clamp and
+# e2m1x2 2-8 %) would put the two about level there (an estimate, not timed on the H200).
+# I=512 keeps 16: on the H100 the GEMV also won at 20, but session 18's H200 had the small
+# tiles 11 % ahead there, about what the GEMV has gained since, so the H200 would be level
+# at best. So: (intermediate size at
 # least, GEMV up to this many tokens); below 512 (not measured) the GEMV keeps GEMV_TOKENS.
-GEMV_TOKENS_BY_INTER = ((512, 16), (1024, 8), (2048, 6))
+GEMV_TOKENS_BY_INTER = ((512, 16), (1024, 12), (2048, 8))
 DECODE_TOKENS = 64
 # the grouped path runs the kept tier's two GEMMs on a second CUDA stream, beside the NF3
 # tier's (each tier's launch covers every expert block and most of them exit at once: on
@@ -99,6 +110,24 @@ GEMV_L2_PREFETCH = False
 # the token bound applies. (A layer at I=512 then compiles both variants in its warm-up.)
 GEMV_KCONST_FROM_INTER = 2048
 GEMV_KCONST_FROM_TOKENS = 4
+# Tile options clamp (the next K-block's loads unmasked: the same bits) and e2m1x2 (the kept
+# tier's e2m1 words dotted two to a block: 16 fp16 products a half before fp32, not 8) go
+# with kconst: they were timed only beside it, and without it clamp lengthens the kept loops
+# (compile_probe, Triton 3.6) and e2m1x2 takes 4 more registers in gate/up. Session 29, H100
+# (the H200 was not lent), GLM-5.2, hybrid layer on the GEMV, µs at 1 / 2 / 4 / 8 / 16 tokens
+# (bench_moe_h100_s29_{clamp,clamp2,kc13,kc2}_i*.json, sweeps_h100_s29.txt; four passes of the
+# built-in tiles):
+# I=512 built-in 24.5-24.9 / 46.0-46.6 / 75.8-76.5 / 131.8-132.6 / 236.1-237.3; kconst + clamp
+# 24.4-27.6 / 47.5-49.9 / 75.4-76.2 / 126.9-130.0 / 223.8-228.0; with e2m1x2 as well 24.6-25.8
+# / 47.4-48.9 / 72.6-74.4 / 123.7-125.6 / 216.9-218.9 (3-8 % faster from 4 tokens, 2-5 %
+# slower at 2, where kconst is off); I=2048 (one pass, the built-in down tiles) 75.8 / 134.9 /
+# 241.2 / 453.8 / 865.4 against 76.9 / 132.0 / 232.4 / 431.2 / 813.5 with both (1.5 % slower at
+# one token, within the spread of I=512's passes there). Session 28 on
+# the H200 (bench_moe_h200_s27_e2m1x2_i*.json): the sweep's fastest GEMV had all three, 2-11 %
+# faster than the built-in tiles at I=512 and 1-12 % at I=2048; its error against float32 the
+# same as without (accuracy_h200_s27_e2m1x2.json: 0.0027-0.0028).
+GEMV_CLAMP_WITH_KCONST = True
+GEMV_E2M1X2_WITH_KCONST = True
 
 
 def gemv_tokens(inter: int, most: Optional[int] = None) -> int:
@@ -140,7 +169,8 @@ def gemv_config(m: int, inter: int) -> dict:
     # profiled; a one-warp program's row sums need no cross-warp reduction through shared
     # memory, and at the same registers per thread twice as many programs fit on an SM)
     kc = int(inter >= GEMV_KCONST_FROM_INTER or m >= GEMV_KCONST_FROM_TOKENS)
-    return dict(BN13=2, BK13=1024, warps=1, l2pf=int(GEMV_L2_PREFETCH), kconst13=kc, kconst2=kc, **down_tiles(inter))
+    return dict(BN13=2, BK13=1024, warps=1, l2pf=int(GEMV_L2_PREFETCH), kconst13=kc, kconst2=kc,
+                clamp=kc & int(GEMV_CLAMP_WITH_KCONST), e2m1x2=kc & int(GEMV_E2M1X2_WITH_KCONST), **down_tiles(inter))
 
 
 def down_tiles(inter: int) -> dict:
