@@ -1,12 +1,15 @@
 #!/bin/bash
-# Session 29, call 4 (bare host; carry .gpu-bundle/part1 and bench/scratch/gpu-extra, this
-# folder's parent moved out of the tree; run as `bash .gpu-bundle/part1/stage.sh 1 && bash
-# bench/results/s29_runs/call4.sh`): the new built-in GEMV options (clamp and e2m1x2 wherever
+# Session 29, call 4 (bare host, no vLLM; carry bench/scratch/gpu-extra; run as
+# `bash bench/results/s29_runs/call4.sh`): the new built-in GEMV options (clamp and e2m1x2 wherever
 # K is a constant) through the GPU tests that run the built-in tiles (odd sizes and tails,
 # GLM-5.2 shapes, CUDA-graph replay, the tile-option bit tests, the PTX blocks), then the
 # GEMV's token bound again on the new options: the hybrid layer with every size on the GEMV
-# (--gemv-tokens 24) and every size on the grouped small class (--gemv-tokens 2).
-# -> kernels_h100_s29_defaults.txt, s29_call4.tgz (bench_moe_h100_s29_bound2_{gemv,small}_i*.json)
+# (--gemv-tokens 24) and every size on the grouped small class (--gemv-tokens 2); then the
+# accuracy probe on the built-in GEMV options before (kconst only) and after (kconst, clamp,
+# e2m1x2) the change: max relative error against float32 at 1, 3, 8 and 16 tokens (I=512,
+# 64 experts of which 16 kept; the options change from 4 tokens there).
+# -> kernels_h100_s29_defaults.txt, s29_call4.tgz (bench_moe_h100_s29_bound2_{gemv,small}_i*.json),
+#    accuracy_h100_s29_defaults.json
 : "${OUT:?set by the device tool}"
 X=$PWD/bench/scratch/gpu-extra
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
@@ -26,3 +29,8 @@ for I in 512 1024 2048; do
 done
 rm -f "$OUT"/*.png
 (cd "$OUT" && tar czf s29_call4.tgz bench_moe_*.json && rm -f bench_moe_*.json)
+for opt in "clamp=0,e2m1x2=0" ""; do
+  PYTHONPATH=$PWD/overlay:$PWD timeout 60 python3 bench/accuracy_probe.py --hidden 6144 --inter 512 --experts 64 \
+    --kept 16 --tokens 1 3 8 16 ${opt:+--gemv-options $opt} 2>&1 | tail -1
+done > "$OUT/accuracy_h100_s29_defaults.json"
+cat "$OUT/accuracy_h100_s29_defaults.json"

@@ -1,12 +1,10 @@
 #!/bin/bash
-# Session 29, call 5 (bare host; carry .gpu-bundle/part2; run as `bash .gpu-bundle/part2/stage.sh 2
-# && bash bench/results/s29_runs/call5.sh`): the accuracy probe on the built-in GEMV options
-# before (kconst only) and after (kconst, clamp, e2m1x2) this session's change, max relative
-# error against float32 at 1, 3, 8 and 16 tokens (I=512, 64 experts of which 16 kept).
-# -> accuracy_h100_s29_defaults.json
+# Session 29, call 5 (the same warm H100 right after call 4; carry bench/scratch/gpu-extra):
+# the whole GPU kernel suite on the new GEMV defaults and bounds (the bounds changed in
+# triton_tiers.GEMV_TOKENS_BY_INTER just before this call, their test's parameters not yet).
+# -> kernels_h100_s29_final.txt
 : "${OUT:?set by the device tool}"
-for opt in "clamp=0,e2m1x2=0" ""; do
-  PYTHONPATH=$PWD/overlay:$PWD timeout 60 python3 bench/accuracy_probe.py --hidden 6144 --inter 512 --experts 64 \
-    --kept 16 --tokens 1 3 8 16 ${opt:+--gemv-options $opt} 2>&1 | tail -1
-done > "$OUT/accuracy_h100_s29_defaults.json"
-cat "$OUT/accuracy_h100_s29_defaults.json"
+X=$PWD/bench/scratch/gpu-extra
+PYTHONPATH=$PWD/overlay:$PWD:$X timeout 420 python3 -m pytest -q -p xdist -n 4 tests/kernels tests/test_nf3_nibble.py \
+  tests/test_nf3_tiled.py 2>&1 | grep -v "Warning\|warn" | tail -30 > "$OUT/kernels_h100_s29_final.txt"
+tail -6 "$OUT/kernels_h100_s29_final.txt"
