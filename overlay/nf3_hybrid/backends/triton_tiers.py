@@ -62,8 +62,8 @@ GEMV_TOKENS = 24
 # e2m1x2 2-8 %) would put the two about level there (an estimate, not timed on the H200).
 # I=512 keeps 16: on the H100 the GEMV also won at 20, but session 18's H200 had the small
 # tiles 11 % ahead there, about what the GEMV has gained since, so the H200 would be level
-# at best. So: (intermediate size at
-# least, GEMV up to this many tokens); below 512 (not measured) the GEMV keeps GEMV_TOKENS.
+# at best. So: (intermediate size at least, GEMV up to this many tokens); below 512 (not
+# measured) the GEMV keeps GEMV_TOKENS.
 GEMV_TOKENS_BY_INTER = ((512, 16), (1024, 12), (2048, 8))
 DECODE_TOKENS = 64
 # the grouped path runs the kept tier's two GEMMs on a second CUDA stream, beside the NF3
@@ -125,7 +125,11 @@ GEMV_KCONST_FROM_TOKENS = 4
 # one token, within the spread of I=512's passes there). Session 28 on
 # the H200 (bench_moe_h200_s27_e2m1x2_i*.json): the sweep's fastest GEMV had all three, 2-11 %
 # faster than the built-in tiles at I=512 and 1-12 % at I=2048; its error against float32 the
-# same as without (accuracy_h200_s27_e2m1x2.json: 0.0027-0.0028).
+# same as without (accuracy_h200_s27_e2m1x2.json: 0.0027-0.0028). What e2m1x2 gives up: its
+# fp16 partial sums hold 8 products a half instead of 4, so with every weight of a pair of
+# words at e2m1's largest level (6 before the scale) they overflow once those 8 activations
+# average above 65504 / 48 ≈ 1365 in magnitude, against ≈ 2730 with one-word blocks (the NF3
+# group block, levels within ±1, at ≈ 8190).
 GEMV_CLAMP_WITH_KCONST = True
 GEMV_E2M1X2_WITH_KCONST = True
 
