@@ -11,8 +11,8 @@ Usage: python3 bench/compile_probe.py [--arch 90] [--cfg BN13=4,BK13=512,...] [-
        tabvec=1 mma_tabvec, dahead=1 mma_dahead; wgmma=1,BM=128 the
        wgmma kernels)
        (tiled=1 anywhere: an NF3 tier in tiled layout, formats/nf3_tiled.py; kconst=1 the
-       decode GEMVs with their K a constant, inter=I the down GEMV's; clamp=1 / e2m1x2=1
-       their tile options clamp / e2m1x2)
+       decode GEMVs with their K a constant, inter=I the down GEMV's; clamp=1 / e2m1x2=1 /
+       nf3x4=1 their tile options clamp / e2m1x2 / nf3x4)
 Another Triton than the venv's (the H200 host has 3.6, the pinned stack 3.8; their code
 differs): pip download triton==3.6.0 --no-deps, unzip the wheel into DIR, then
 PYTHONPATH=DIR:overlay python3 bench/compile_probe.py ...
@@ -147,7 +147,7 @@ def main():
         return mma(a)
     cfg = _cfg(a)
     c = dict(COMMON, PDL=bool(cfg.get("pdl", 1)), B_TILED=bool(cfg.get("tiled")), L2PF=bool(cfg.get("l2pf")),
-             CLAMP=bool(cfg.get("clamp")), E2M1X2=bool(cfg.get("e2m1x2")))
+             CLAMP=bool(cfg.get("clamp")), E2M1X2=bool(cfg.get("e2m1x2")), NF3X4=bool(cfg.get("nf3x4")))
     # kconst=1: both GEMVs' K as the launcher passes it under tile options kconst13 /
     # kconst2 (GLM-5.2's hidden size; the down GEMV's intermediate size inter=, default 512)
     kconst = bool(cfg.get("kconst"))

@@ -342,7 +342,13 @@ SWEEP = {
              dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, e2m1x2=1, kconst13=1, kconst2=1),
              dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, e2m1x2=1, kconst13=1, kconst2=1, clamp=1),
              dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1, e2m1x2=1, kconst13=1, kconst2=1),
-             dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1, e2m1x2=1, kconst13=1, kconst2=1, clamp=1)],
+             dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1, e2m1x2=1, kconst13=1, kconst2=1, clamp=1),
+             # session 29, built after its last device call, not timed: the NF3 group block's
+             # four words summed in fp16 in one run (expert_gemv.nf3x4_option; compile_probe,
+             # Triton 3.6, with kconst, clamp and e2m1x2: NF3 loops 364 -> 349 gate/up, 367 ->
+             # 351-352 down), beside the built-in options from 4 tokens, at both down tiles
+             dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, e2m1x2=1, kconst13=1, kconst2=1, clamp=1, nf3x4=1),
+             dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1, e2m1x2=1, kconst13=1, kconst2=1, clamp=1, nf3x4=1)],
     "small": [
         # the built-in tiles (both tiers on the mma kernels since session 10); the Triton
         # tiles below are far slower — session 18, I=2048, µs at 1 / 8 / 16 / 64 tokens: the

@@ -963,7 +963,7 @@ def test_decode_gemv_l2_prefetch_gives_the_same_bits(monkeypatch, m, layout):
     assert ws.l2_prefetch
 
 
-def _gemv_option_layer(monkeypatch, kept_fmt, seed):
+def _gemv_option_layer(monkeypatch, kept_fmt, seed, nf3_layout=None):
     """(interp, hidden, ref, tri, ws, base) for the decode GEMV's tile-option tests: a hybrid
     layer at GLM-5.2's hidden size on the GPU, a small one under the interpreter (three
     gate/up K steps and two down), and the GEMV's built-in tiles with K at run time —
@@ -973,7 +973,7 @@ def _gemv_option_layer(monkeypatch, kept_fmt, seed):
     interp = triton_tiers.interpret()
     hidden, inter = (384, 256) if interp else (6144, 512)
     gemv_up_to(monkeypatch, 16)
-    ref, tri, ws = build(kept_fmt, 6, 24, hidden, inter, 64, 8, seed=seed)
+    ref, tri, ws = build(kept_fmt, 6, 24, hidden, inter, 64, 8, seed=seed, nf3_layout=nf3_layout)
     base = dict(triton_tiers.kernel_config(1, interp, inter), kconst13=0, kconst2=0)
     if interp:
         base.update(BN13=64, BN2=128)
@@ -1048,6 +1048,44 @@ def test_decode_gemv_with_two_word_e2m1_blocks_matches_the_reference(kept_fmt, m
             assert rel(got, one_word) < near, (m, extra, rel(got, one_word))
     with pytest.raises(ValueError, match="e2m1x2 must be 0 or 1, got 3"):
         expert_gemv.e2m1x2_option(dict(e2m1x2=3))
+
+
+@pytest.mark.parametrize("layout", ["tiled", "nibble"])
+def test_decode_gemv_with_four_word_nf3_sums_matches_the_reference(layout, monkeypatch):
+    """Tile option ``nf3x4`` (the NF3 group block sums all four words' products in fp16,
+    16 a half, instead of two words at a time) rounds differently, so on the GPU it is held
+    to the reference's result and to the two-word block's within rounding (an activation
+    met by the wrong weight would be an error of the weights' size), with the built-in
+    options it would run beside (kconst, clamp, e2m1x2) and without them. Under the
+    interpreter the NF3 dots are table lookups summed in fp32, so the option must change
+    no bit there."""
+    from nf3_hybrid.backends import triton_tiers
+    from nf3_hybrid.kernels import expert_gemv
+
+    interp, hidden, ref, tri, ws, base = _gemv_option_layer(monkeypatch, "nvfp4", 97, nf3_layout=layout)
+    settings = (dict(nf3x4=1), dict(nf3x4=1, kconst13=1, kconst2=1, clamp=1, e2m1x2=1))
+    rounded_otherwise = []
+    for m in (2,) if interp else (1, 3, 16):
+        w, ids = routing(m, 24, 8, seed=m + 97, device=DEV)
+        assert bool((tri.maps[0][1][ids] >= 0).any())  # the NF3 tier runs
+        x = (torch.randn(m, hidden, generator=torch.Generator().manual_seed(m + 7)) * 2).to(torch.bfloat16).to(DEV)
+        want = ref.forward(x, w, ids)
+        outs = []
+        for extra in ({},) + settings:
+            monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", {"gemv": dict(base, **extra)})
+            poison(ws)
+            outs.append(tri.forward(x, w, ids))
+        two_word = outs[0]
+        for extra, got in zip(settings, outs[1:]):
+            assert rel(got, want) < TOL, (m, extra, rel(got, want))
+            if interp and not extra.get("e2m1x2"):
+                assert torch.equal(got, two_word), (m, extra)
+            assert rel(got, two_word) < 4e-3, (m, extra, rel(got, two_word))
+        rounded_otherwise.append(not torch.equal(outs[1], two_word))
+    # on the GPU the option reached the kernel: the four-word sums round differently
+    assert interp or any(rounded_otherwise)
+    with pytest.raises(ValueError, match="nf3x4 must be 0 or 1, got -1"):
+        expert_gemv.nf3x4_option(dict(nf3x4=-1))
 
 
 @pytest.mark.gpu

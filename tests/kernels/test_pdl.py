@@ -125,3 +125,19 @@ def test_gemv_with_two_word_e2m1_blocks_compiles_to_shorter_kept_loops(kconst, t
         one, two = got[0][kernel], got[1][kernel]
         assert _loops(two)[0] < _loops(one)[0], (kernel, _loops(one), _loops(two))
         assert two["stack"] == 0 and (two["regs"] <= one["regs"] or not kconst), (kernel, one["regs"], two["regs"])
+
+
+@pytest.mark.parametrize("down", ["BN2=32,BK2=128", "BN2=8,BK2=512,inter=2048"])
+def test_gemv_with_four_word_nf3_sums_compiles_to_shorter_nf3_loops(down, tmp_path):
+    """Tile option ``nf3x4`` exists for the register move, conversions and adds that the
+    NF3 group block's second fp16 run costs: with the options the built-in tiles take from
+    4 tokens (kconst, clamp, e2m1x2), at I=512's and I=2048's down tiles, each GEMV's NF3 loop
+    (its last) is shorter, its kept loop unchanged, in no more registers and without a spill
+    (Triton 3.6 and 3.8: 364 -> 349 gate/up, 366-367 -> 351-352 down)."""
+    got = {x4: _probe_report(tmp_path, str(x4), f"BN13=2,BK13=1024,{down},warps=1,tiled=1,kconst=1,clamp=1,"
+                                                f"e2m1x2=1,nf3x4={x4}")
+           for x4 in (0, 1)}
+    for kernel in ("_gemv13_kernel", "_gemv2_kernel"):
+        two, four = got[0][kernel], got[1][kernel]
+        assert _loops(four)[-1] < _loops(two)[-1] and _loops(four)[0] == _loops(two)[0], (kernel, _loops(two), _loops(four))
+        assert four["regs"] <= two["regs"] and four["stack"] == 0, (kernel, two["regs"], four["regs"])

@@ -79,7 +79,7 @@ def _fp16_sum_model(values, x, words_per_sum):
     return float(total)
 
 
-@pytest.mark.parametrize("block", ["nf3_group", "e2m1_word", "e2m1_pair"])
+@pytest.mark.parametrize("block", ["nf3_group", "nf3_group4", "e2m1_word", "e2m1_pair"])
 def test_dot_blocks_meet_each_weight_with_its_activation(block):
     """The decode GEMV's dot blocks, run instruction by instruction (``emulate_dot``):
     equal to the specified fp16 summation of the decoded weights times their activations,
@@ -89,12 +89,15 @@ def test_dot_blocks_meet_each_weight_with_its_activation(block):
     levels = nf3.validate_codebook(None)
     tables = ptx_decode.nf3_table_words(levels)
     for trial in range(40):
-        if block == "nf3_group":
+        if block.startswith("nf3_group"):
             codes = torch.randint(0, 8, (32,), generator=gen)
             nib = nf3_nibble.from_packed(nf3.pack(codes[None]))[0]
             words = [int.from_bytes(bytes(nib[4 * j: 4 * j + 4].tolist()), "little") for j in range(3)]
             values = torch.tensor(levels, dtype=torch.float32).half().float()[codes]
-            asm, per_sum, extra = ptx_decode.NF3_UNIT_DOT_ASM, ptx_decode.UNIT_FP16_WORDS, list(tables)
+            # the built-in block sums two words in fp16, tile option nf3x4's all four
+            asm, per_sum = ((ptx_decode.NF3_UNIT4_DOT_ASM, 4) if block == "nf3_group4"
+                            else (ptx_decode.NF3_UNIT_DOT_ASM, ptx_decode.UNIT_FP16_WORDS))
+            extra = list(tables)
         else:
             n = 2 if block == "e2m1_pair" else 1
             codes = torch.randint(0, 16, (8 * n,), generator=gen)
@@ -131,6 +134,7 @@ def test_fp16_rounding_of_the_emulator_is_to_nearest_even():
 
 def test_rendered_ptx_uses_each_operand():
     for asm, cons in ((ptx_decode.NF3_UNIT_DOT_ASM, ptx_decode.NF3_UNIT_DOT_CONSTRAINTS),
+                      (ptx_decode.NF3_UNIT4_DOT_ASM, ptx_decode.NF3_UNIT_DOT_CONSTRAINTS),
                       (ptx_decode.E2M1_DOT_ASM, ptx_decode.E2M1_DOT_CONSTRAINTS),
                       (ptx_decode.E2M1_PAIR_DOT_ASM, ptx_decode.E2M1_PAIR_DOT_CONSTRAINTS)):
         n = len(cons.split(","))

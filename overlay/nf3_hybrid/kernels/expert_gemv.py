@@ -82,9 +82,10 @@ import triton.language as tl
 
 from . import fit_tile, pair_sum, ptx_decode, register_cap
 from .ptx_decode import (E2M1_DOT_ASM, E2M1_DOT_CONSTRAINTS, E2M1_PAIR_DOT_ASM, E2M1_PAIR_DOT_CONSTRAINTS,
-                         NF3_UNIT_DOT_ASM, NF3_UNIT_DOT_CONSTRAINTS)
+                         NF3_UNIT4_DOT_ASM, NF3_UNIT_DOT_ASM, NF3_UNIT_DOT_CONSTRAINTS)
 
 _NF3_ASM = tl.constexpr(NF3_UNIT_DOT_ASM)
+_NF3_ASM4 = tl.constexpr(NF3_UNIT4_DOT_ASM)
 _NF3_CONS = tl.constexpr(NF3_UNIT_DOT_CONSTRAINTS)
 _E2M1_ASM = tl.constexpr(E2M1_DOT_ASM)
 _E2M1_CONS = tl.constexpr(E2M1_DOT_CONSTRAINTS)
@@ -202,18 +203,21 @@ def nf3_fourth_word(a, b, c):
 
 
 @triton.jit
-def _nf3_group_dots(a, b, c, first, wstride, pstride, vtab_ptr, t0, t1, t2, t3, ASM: tl.constexpr):
+def _nf3_group_dots(a, b, c, first, wstride, pstride, vtab_ptr, t0, t1, t2, t3, ASM: tl.constexpr,
+                    X4: tl.constexpr = False):
     """fp32, shaped like ``a``: each NF3 group's 32 weights (unscaled; words a, b, c in
     nibble layout) dotted with their activations — word j's pair planes from ``first`` +
     j·wstride. With ASM one inline block per group (ptx_decode's group block: three of the
-    four selectors are one AND, the products of two words summed in fp16)."""
+    four selectors are one AND, the products of two words summed in fp16; with X4, tile
+    option ``nf3x4``, of all four words). Without ASM (the interpreter) the products are
+    summed in fp32 and X4 changes nothing."""
     if ASM:
         xa0, xa1, xa2, xa3 = _x4(first, pstride)
         xb0, xb1, xb2, xb3 = _x4(first + wstride, pstride)
         xc0, xc1, xc2, xc3 = _x4(first + 2 * wstride, pstride)
         xd0, xd1, xd2, xd3 = _x4(first + 3 * wstride, pstride)
         return tl.inline_asm_elementwise(
-            _NF3_ASM, _NF3_CONS,
+            _NF3_ASM4 if X4 else _NF3_ASM, _NF3_CONS,
             [a, b, c, xa0, xa1, xa2, xa3, xb0, xb1, xb2, xb3, xc0, xc1, xc2, xc3, xd0, xd1, xd2, xd3,
              t0, t1, t2, t3],
             dtype=tl.float32, is_pure=True, pack=1)
@@ -285,7 +289,7 @@ def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, st
               vtab_ptr, stab_ptr, t0, t1, t2, t3, FMT: tl.constexpr, GROUP: tl.constexpr,
               R: tl.constexpr, BK: tl.constexpr, ASM: tl.constexpr, PAIRED: tl.constexpr, PDL: tl.constexpr,
               TILED: tl.constexpr = False, L2PF: tl.constexpr = False, CLAMP: tl.constexpr = False,
-              E2M1X2: tl.constexpr = False):
+              E2M1X2: tl.constexpr = False, NF3X4: tl.constexpr = False):
     """fp32 [R]: R weight rows of local expert e times the activations — rows row0.. , or
     with PAIRED the interleaved pairs (row0 + i, up_off + row0 + i), a gate row and its up
     row, so both come out of one pass over K. ``w_ptr``: the packed tensor viewed as int32
@@ -301,7 +305,8 @@ def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, st
     loads being masked — the last step reloads the last block, unused — so that no load
     needs a predicate or a zero-fill (K is a whole number of blocks: fit_tile). With E2M1X2
     (tile option ``e2m1x2``, kept tiers) a unit's words 0-1 and 2-3 go through one two-word
-    block each (``_e2m1_pair_dots``) and take one scale multiply. Partial
+    block each (``_e2m1_pair_dots``) and take one scale multiply; with NF3X4 (tile option
+    ``nf3x4``, NF3 tiers) a group's four words are summed in fp16 in one run. Partial
     sums stay per element and are reduced once at the end (a reduction across lanes every
     K-step would cost more than the decoding).
 
@@ -363,7 +368,7 @@ def _rows_dot(w_ptr, s_ptr, e, row0, up_off, stride_we, stride_wn, stride_se, st
                 d2n = tl.load(p + 2 * WS, mask=more)
                 sbn = tl.load(q + ((k0 + BK) // 128 * 64 if TILED else (k0 + BK) // 32), mask=more)
             first = vec_ptr + (k0 // 32 + unit2)
-            part = _nf3_group_dots(d0, d1, d2, first, K // 32, pstride, vtab_ptr, t0, t1, t2, t3, ASM)
+            part = _nf3_group_dots(d0, d1, d2, first, K // 32, pstride, vtab_ptr, t0, t1, t2, t3, ASM, NF3X4)
             acc += part * _scale(sb, stab_ptr, FMT)
         return tl.sum(acc, axis=1) * _scale_unit(FMT)
     else:
@@ -508,10 +513,11 @@ def _gemv13_kernel(
     A_FMT: tl.constexpr, A_GROUP: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
     A_HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
     ASM: tl.constexpr, PDL: tl.constexpr, B_TILED: tl.constexpr = False, L2PF: tl.constexpr = False,
-    KC: tl.constexpr = 0, CLAMP: tl.constexpr = False, E2M1X2: tl.constexpr = False,
+    KC: tl.constexpr = 0, CLAMP: tl.constexpr = False, E2M1X2: tl.constexpr = False, NF3X4: tl.constexpr = False,
 ):
     """``KC`` > 0 (tile option ``kconst13``): K, the hidden size, as this compile-time
-    constant. ``CLAMP`` / ``E2M1X2``: tile options ``clamp`` / ``e2m1x2`` (_rows_dot)."""
+    constant. ``CLAMP`` / ``E2M1X2`` / ``NF3X4``: tile options ``clamp`` / ``e2m1x2`` /
+    ``nf3x4`` (_rows_dot)."""
     if KC > 0:
         K = KC
     p, j, cols, la, lb, rw = _pair(ids_ptr, tw_ptr, a_map, b_map, HAS_A, HAS_B, BN)
@@ -525,7 +531,8 @@ def _gemv13_kernel(
         _act_store(gate, up, hrow, cols, I, a_s2 + la * 2, rw, A_FMT, A_HAS_S2, WEIGHT_ON_INPUT)
     elif lb >= 0:
         gu = _rows_dot(b_w, b_s, lb, j * BN, I, b_swe, b_swn, b_sse, b_ssn, xb_ptr + xrow, K,
-                       b_vtab, b_stab, b_t0, b_t1, b_t2, b_t3, 0, 32, 2 * BN, BK, ASM, True, PDL, B_TILED, L2PF, CLAMP)
+                       b_vtab, b_stab, b_t0, b_t1, b_t2, b_t3, 0, 32, 2 * BN, BK, ASM, True, PDL, B_TILED, L2PF, CLAMP,
+                       NF3X4=NF3X4)
         gate, up = tl.split(tl.reshape(gu, [BN, 2]))
         _act_store(gate, up, hrow, tiled_row(cols, B_TILED), I, a_s2, rw, 0, False, WEIGHT_ON_INPUT)
     if PDL:
@@ -542,10 +549,11 @@ def _gemv2_kernel(
     A_FMT: tl.constexpr, A_GROUP: tl.constexpr, HAS_A: tl.constexpr, HAS_B: tl.constexpr,
     A_HAS_S2: tl.constexpr, WEIGHT_ON_INPUT: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
     ASM: tl.constexpr, PDL: tl.constexpr, B_TILED: tl.constexpr = False, L2PF: tl.constexpr = False,
-    KC: tl.constexpr = 0, CLAMP: tl.constexpr = False, E2M1X2: tl.constexpr = False,
+    KC: tl.constexpr = 0, CLAMP: tl.constexpr = False, E2M1X2: tl.constexpr = False, NF3X4: tl.constexpr = False,
 ):
     """``KC`` > 0 (tile option ``kconst2``): I, this GEMV's K, as this compile-time
-    constant. ``CLAMP`` / ``E2M1X2``: tile options ``clamp`` / ``e2m1x2`` (_rows_dot)."""
+    constant. ``CLAMP`` / ``E2M1X2`` / ``NF3X4``: tile options ``clamp`` / ``e2m1x2`` /
+    ``nf3x4`` (_rows_dot)."""
     if KC > 0:
         I = KC
     p, j, cols, la, lb, rw = _pair(ids_ptr, tw_ptr, a_map, b_map, HAS_A, HAS_B, BN)
@@ -562,7 +570,7 @@ def _gemv2_kernel(
         tl.store(yrow, acc)
     elif lb >= 0:
         acc = _rows_dot(b_w, b_s, lb, j * BN, 0, b_swe, b_swn, b_sse, b_ssn, hrow, I, b_vtab, b_stab,
-                        b_t0, b_t1, b_t2, b_t3, 0, 32, BN, BK, ASM, False, PDL, B_TILED, L2PF, CLAMP)
+                        b_t0, b_t1, b_t2, b_t3, 0, 32, BN, BK, ASM, False, PDL, B_TILED, L2PF, CLAMP, NF3X4=NF3X4)
         if not WEIGHT_ON_INPUT:
             acc *= rw
         tl.store(ybase + tiled_row(cols, B_TILED), acc)
@@ -630,6 +638,17 @@ def e2m1x2_option(cfg) -> bool:
     return _switch(cfg, "e2m1x2")
 
 
+# tile option nf3x4: the NF3 tier's group block sums the products of all four words in fp16
+# (ptx_decode.NF3_UNIT4_DOT_ASM: 16 a half) before one conversion to fp32, where the built-in
+# block sums two words at a time — e2m1x2's saving for the NF3 tier, one move, two
+# conversions and two adds a group. It rounds differently (and halves the fp16 sums' headroom:
+# ptx_decode), so its bits are not the default's. Built in session 29 after its last device
+# call: not timed, off.
+def nf3x4_option(cfg) -> bool:
+    """The config's ``nf3x4``."""
+    return _switch(cfg, "nf3x4")
+
+
 def register_caps(cfg) -> tuple:
     """(gate/up, down) launch options from the config's ``maxnreg13`` / ``maxnreg2``."""
     return tuple(register_cap(f"decode GEMV tile option {key}", cfg.get(key), GEMV_MAXNREG)
@@ -678,7 +697,7 @@ def launch_decode(a, b, x, topk_weights_flat, ids_flat, topk, planes, h, y, out,
                   B_TILED=bool(b is not None and b.tiled),
                   WEIGHT_ON_INPUT=weight_on_input, ASM=asm, num_warps=cfg["warps"],
                   L2PF=bool(cfg.get("l2pf", 0) and asm and l2_prefetch), CLAMP=clamp_option(cfg),
-                  E2M1X2=e2m1x2_option(cfg))
+                  E2M1X2=e2m1x2_option(cfg), NF3X4=nf3x4_option(cfg))
     # up to cfg["pdl"] tokens (bench_moe_h200_s6_pdl.json, H200: 30.0 / 50.0 / 86.0 µs at
     # 1 / 2 / 4 tokens against 33.6 / 54.2 / 89.8 without, even at 8, 2-4 % slower from 16)
     pdl = bool(pdl and asm and m <= cfg.get("pdl", 8))

@@ -139,11 +139,12 @@ def _renamed(body: str, names: Dict[str, str]) -> List[str]:
     return out
 
 
-def _render_dot(prologue: str, body: str, inputs: Sequence[str], words: Sequence[str]) -> str:
+def _render_dot(prologue: str, body: str, inputs: Sequence[str], words: Sequence[str],
+                per_sum: int = UNIT_FP16_WORDS) -> str:
     """A dot block for tl.inline_asm_elementwise: $0 = fp32 dot of the weights (unscaled) of
     the code ``words`` (each decoded by ``body`` with ``w`` renamed to it, after
     ``prologue``) with their activations (inputs ``x{j}{q}``: word j, pair q), $1.. =
-    ``inputs``. The products of UNIT_FP16_WORDS words are summed in fp16 (a packed
+    ``inputs``. The products of ``per_sum`` words are summed in fp16 (a packed
     accumulator), then in fp32."""
     names = {name: f"${i + 1}" for i, name in enumerate(inputs)}
     out = ["{", ".reg .b32 " + ", ".join(_TEMPS) + ", d, acc;", ".reg .b16 h0, h1;", ".reg .f32 f0, f1, r;"]
@@ -152,13 +153,13 @@ def _render_dot(prologue: str, body: str, inputs: Sequence[str], words: Sequence
         out += _renamed(body, dict(names, w=names.get(word, word)))
         for q in range(4):
             x = names[f"x{j}{q}"]
-            if q == 0 and j % UNIT_FP16_WORDS == 0:
+            if q == 0 and j % per_sum == 0:
                 out.append(f"mul.rn.f16x2 acc, q0, {x};")
             else:
                 out.append(f"fma.rn.f16x2 acc, q{q}, {x}, acc;")
-        if (j + 1) % UNIT_FP16_WORDS == 0 or j == len(words) - 1:
+        if (j + 1) % per_sum == 0 or j == len(words) - 1:
             out += ["mov.b32 {h0, h1}, acc;", "cvt.f32.f16 f0, h0;", "cvt.f32.f16 f1, h1;"]
-            if j < UNIT_FP16_WORDS:
+            if j < per_sum:
                 out.append("add.f32 r, f0, f1;")
             else:
                 out += ["add.f32 f0, f0, f1;", "add.f32 r, r, f0;"]
@@ -179,6 +180,13 @@ def _render_values(body: str, inputs: Sequence[str]) -> str:
 
 NF3_UNIT_DOT_ASM = _render_dot(_NF3_FOURTH, _NF3_BODY, _UNIT_INPUTS, ("A", "B", "C", "d"))
 NF3_UNIT_DOT_CONSTRAINTS = "=r," + ",".join(["r"] * len(_UNIT_INPUTS))
+# the NF3 group block with all four words' products summed in fp16 (16 a half) before one
+# conversion to fp32 (tile option nf3x4, expert_gemv._nf3_group_dots): per group one
+# register move, two conversions and two adds fewer, as e2m1x2 did for the kept tier (a
+# default since session 29: its own share of the GEMV's gain 2-4 % on the H100). Its fp16 sums hold
+# twice the products: with every level at ±1 they overflow once 16 same-half activations
+# average above 65504 / 16 ≈ 4094 in magnitude, against ≈ 8190 with two-word runs.
+NF3_UNIT4_DOT_ASM = _render_dot(_NF3_FOURTH, _NF3_BODY, _UNIT_INPUTS, ("A", "B", "C", "d"), per_sum=4)
 # the grouped (tensor-core) path's NF3 tile: the values, scaled and fed to tl.dot there
 NF3_VALUES_ASM = _render_values(_NF3_BODY, ("w", "L0", "L1", "H0", "H1"))
 NF3_VALUES_CONSTRAINTS = ",".join(["=h"] * 8 + ["r"] * 5)
