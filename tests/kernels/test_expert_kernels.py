@@ -938,12 +938,7 @@ def _decode_gemv_settings_agree(monkeypatch, m, layout, seed, settings):
     ref, tri, ws = build("nvfp4", 24, 64, 6144, 512, 64, 8, seed=seed, nf3_layout=layout)
     w, ids = routing(m, 64, 8, seed=m + seed, device=DEV)
     x = (torch.randn(m, 6144, generator=torch.Generator().manual_seed(m)) * 2).to(torch.bfloat16).to(DEV)
-    got = []
-    for extra in settings:
-        monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE",
-                            {"gemv": dict(triton_tiers.kernel_config(1, False, 512), **extra)})
-        poison(ws)
-        got.append(tri.forward(x, w, ids))
+    got = _gemv_outputs(monkeypatch, tri, ws, triton_tiers.kernel_config(1, False, 512), settings, x, w, ids)
     for g in got[1:]:
         assert torch.equal(g, got[0]), rel(g, got[0])
     assert rel(got[0], ref.forward(x, w, ids)) < TOL
@@ -980,6 +975,19 @@ def _gemv_option_layer(monkeypatch, kept_fmt, seed, nf3_layout=None):
     return interp, hidden, ref, tri, ws, base
 
 
+def _gemv_outputs(monkeypatch, tri, ws, base, settings, x, w, ids):
+    """The layer's output once per tile-option setting (extra keys over the GEMV tiles
+    ``base``), the workspace poisoned before each run."""
+    from nf3_hybrid.backends import triton_tiers
+
+    outs = []
+    for extra in settings:
+        monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", {"gemv": dict(base, **extra)})
+        poison(ws)
+        outs.append(tri.forward(x, w, ids))
+    return outs
+
+
 @pytest.mark.parametrize("kept_fmt", ["nvfp4", "mxfp4_e8m0k32"])
 def test_decode_gemv_with_k_a_constant_or_unmasked_loads_gives_the_same_bits(kept_fmt, monkeypatch):
     """Tile options ``kconst13`` / ``kconst2`` (a GEMV's K a compile-time constant) and
@@ -988,7 +996,6 @@ def test_decode_gemv_with_k_a_constant_or_unmasked_loads_gives_the_same_bits(kep
     them, and the reference's result, for both tiers — on the GPU at GLM-5.2's hidden size
     and 1, 3 and 16 tokens, on the CPU (the interpreter) at 2 tokens with three K steps of
     gate/up and two of down, so that the clamped offset is taken."""
-    from nf3_hybrid.backends import triton_tiers
     from nf3_hybrid.kernels import expert_gemv
 
     interp, hidden, ref, tri, ws, base = _gemv_option_layer(monkeypatch, kept_fmt, 83)
@@ -1001,11 +1008,7 @@ def test_decode_gemv_with_k_a_constant_or_unmasked_loads_gives_the_same_bits(kep
         maps = tri.maps[0]  # [tier, expert] → local index, −1 where not in that tier
         assert bool((maps[0][ids] >= 0).any()) and bool((maps[1][ids] >= 0).any())  # both tiers run
         x = (torch.randn(m, hidden, generator=torch.Generator().manual_seed(m)) * 2).to(torch.bfloat16).to(DEV)
-        got = []
-        for extra in settings:
-            monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", {"gemv": dict(base, **extra)})
-            poison(ws)
-            got.append(tri.forward(x, w, ids))
+        got = _gemv_outputs(monkeypatch, tri, ws, base, settings, x, w, ids)
         for g, extra in zip(got[1:], settings[1:]):
             assert torch.equal(g, got[0]), (m, extra, rel(g, got[0]))
         assert rel(got[0], ref.forward(x, w, ids)) < TOL, m
@@ -1024,7 +1027,6 @@ def test_decode_gemv_with_two_word_e2m1_blocks_matches_the_reference(kept_fmt, m
     wrong pair of words (NVFP4 has two a unit) or an activation to the wrong word would be
     errors of the weights' size, not of rounding. With K a constant and unmasked loads as
     well, the built-in options it would run beside."""
-    from nf3_hybrid.backends import triton_tiers
     from nf3_hybrid.kernels import expert_gemv
 
     interp, hidden, ref, tri, ws, base = _gemv_option_layer(monkeypatch, kept_fmt, 89)
@@ -1037,13 +1039,8 @@ def test_decode_gemv_with_two_word_e2m1_blocks_matches_the_reference(kept_fmt, m
         assert bool((tri.maps[0][0][ids] >= 0).any())  # the kept tier runs
         x = (torch.randn(m, hidden, generator=torch.Generator().manual_seed(m + 5)) * 2).to(torch.bfloat16).to(DEV)
         want = ref.forward(x, w, ids)
-        monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", {"gemv": base})
-        poison(ws)
-        one_word = tri.forward(x, w, ids)
-        for extra in settings:
-            monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", {"gemv": dict(base, **extra)})
-            poison(ws)
-            got = tri.forward(x, w, ids)
+        one_word, *outs = _gemv_outputs(monkeypatch, tri, ws, base, ({},) + settings, x, w, ids)
+        for extra, got in zip(settings, outs):
             assert rel(got, want) < TOL, (m, extra, rel(got, want))
             assert rel(got, one_word) < near, (m, extra, rel(got, one_word))
     with pytest.raises(ValueError, match="e2m1x2 must be 0 or 1, got 3"):
@@ -1059,7 +1056,6 @@ def test_decode_gemv_with_four_word_nf3_sums_matches_the_reference(layout, monke
     options it would run beside (kconst, clamp, e2m1x2) and without them. Under the
     interpreter the NF3 dots are table lookups summed in fp32, so the option must change
     no bit there."""
-    from nf3_hybrid.backends import triton_tiers
     from nf3_hybrid.kernels import expert_gemv
 
     interp, hidden, ref, tri, ws, base = _gemv_option_layer(monkeypatch, "nvfp4", 97, nf3_layout=layout)
@@ -1070,11 +1066,7 @@ def test_decode_gemv_with_four_word_nf3_sums_matches_the_reference(layout, monke
         assert bool((tri.maps[0][1][ids] >= 0).any())  # the NF3 tier runs
         x = (torch.randn(m, hidden, generator=torch.Generator().manual_seed(m + 7)) * 2).to(torch.bfloat16).to(DEV)
         want = ref.forward(x, w, ids)
-        outs = []
-        for extra in ({},) + settings:
-            monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", {"gemv": dict(base, **extra)})
-            poison(ws)
-            outs.append(tri.forward(x, w, ids))
+        outs = _gemv_outputs(monkeypatch, tri, ws, base, ({},) + settings, x, w, ids)
         two_word = outs[0]
         for extra, got in zip(settings, outs[1:]):
             assert rel(got, want) < TOL, (m, extra, rel(got, want))
