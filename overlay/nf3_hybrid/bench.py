@@ -756,11 +756,13 @@ def main(args) -> int:
         set_gemv_tokens(args.gemv_tokens)
     from .backends import triton_tiers
 
-    # both read when a workspace is planned
+    # all read when a workspace is planned
     if args.chunk_tokens is not None:
         if args.chunk_tokens < 1:
             raise ValueError(f"--chunk-tokens {args.chunk_tokens}: at least 1")
         triton_tiers.CHUNK_TOKENS = args.chunk_tokens
+    if args.serial_tiers:
+        triton_tiers.CONCURRENT_TIERS = False
     if args.pair_rows is not None:
         triton_tiers.PAIR_ROWS_DTYPE = {"fp32": torch.float32, "bf16": torch.bfloat16}[args.pair_rows]
     shapes = [GLM52, TINY] if args.shape == "all" else [GLM52 if args.shape == "glm5.2" else TINY]

@@ -64,10 +64,13 @@ def test_tiles_from_a_sweep_json_replace_exactly_the_classes_it_chose(tmp_path, 
         bench.use_tiles({"chosen": {"huge": {}}})
 
 
-def test_chunk_tokens_and_pair_rows_set_what_the_workspace_plans_and_nonsense_is_refused(monkeypatch, capsys):
+def test_chunk_tokens_pair_rows_and_serial_tiers_set_what_the_workspace_plans_and_nonsense_is_refused(
+        monkeypatch, capsys):
     """``bench --chunk-tokens N``: the run's workspaces are planned in passes of N tokens
     (what session 17 timed 4096-token passes with); ``--pair-rows fp32``: their pair rows
-    in fp32 (bf16 by default). A chunk below 1 is a clear error before any GPU work."""
+    in fp32 (bf16 by default); ``--serial-tiers``: no second stream for the grouped path's
+    tiers (session 30's question: how much the tiers' overlap is worth). A chunk below 1 is
+    a clear error before any GPU work."""
     import torch
 
     from nf3_hybrid import cli
@@ -75,20 +78,23 @@ def test_chunk_tokens_and_pair_rows_set_what_the_workspace_plans_and_nonsense_is
     # restored after the test
     monkeypatch.setattr(triton_tiers, "CHUNK_TOKENS", triton_tiers.CHUNK_TOKENS)
     monkeypatch.setattr(triton_tiers, "PAIR_ROWS_DTYPE", triton_tiers.PAIR_ROWS_DTYPE)
+    monkeypatch.setattr(triton_tiers, "CONCURRENT_TIERS", triton_tiers.CONCURRENT_TIERS)
     planned = []
 
     def fake_run(shapes, tokens, out_dir, tag, with_stock=True):
         ws = triton_tiers.Workspace(torch.device("cpu"))
         ws.reserve(8192, 2, 64, 32, 4)
-        planned.append((ws.chunk, ws.pair_rows.dtype, tuple(tokens), with_stock))
+        planned.append((ws.chunk, ws.pair_rows.dtype, triton_tiers.CONCURRENT_TIERS, tuple(tokens), with_stock))
         return {}
 
     monkeypatch.setattr(bench, "run", fake_run)
     assert cli.main(["bench", "--ours-only", "--chunk-tokens", "4096", "--tokens", "3072"]) == 0
     assert cli.main(["bench", "--ours-only", "--pair-rows", "fp32", "--tokens", "8"]) == 0
-    assert planned == [(4096, torch.bfloat16, (3072,), False), (4096, torch.float32, (8,), False)]
+    assert cli.main(["bench", "--ours-only", "--serial-tiers", "--tokens", "8"]) == 0
+    assert planned == [(4096, torch.bfloat16, True, (3072,), False), (4096, torch.float32, True, (8,), False),
+                       (4096, torch.float32, False, (8,), False)]
     assert cli.main(["bench", "--chunk-tokens", "0"]) == 2
-    assert "--chunk-tokens 0" in capsys.readouterr().err and len(planned) == 2
+    assert "--chunk-tokens 0" in capsys.readouterr().err and len(planned) == 3
 
 
 def test_breakdown_profiles_the_token_counts_and_intermediate_size_it_is_given(monkeypatch, tmp_path):
