@@ -761,8 +761,10 @@ def main(args) -> int:
         if args.chunk_tokens < 1:
             raise ValueError(f"--chunk-tokens {args.chunk_tokens}: at least 1")
         triton_tiers.CHUNK_TOKENS = args.chunk_tokens
-    if args.serial_tiers:
+    if args.tiers == "serial":
         triton_tiers.CONCURRENT_TIERS = False
+    elif args.tiers == "concurrent":
+        triton_tiers.SERIAL_TIERS_FROM_INTER = None
     if args.pair_rows is not None:
         triton_tiers.PAIR_ROWS_DTYPE = {"fp32": torch.float32, "bf16": torch.bfloat16}[args.pair_rows]
     shapes = [GLM52, TINY] if args.shape == "all" else [GLM52 if args.shape == "glm5.2" else TINY]

@@ -221,8 +221,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default: the built-in threshold)")
     b.add_argument("--chunk-tokens", type=int, help="tokens a pass of the grouped path at most "
                    "(default: the built-in CHUNK_TOKENS; larger batches run in passes)")
-    b.add_argument("--serial-tiers", action="store_true", help="the grouped path runs the two tiers one after "
-                   "the other on one stream (default: the kept tier on a second stream, beside the NF3 tier's)")
+    b.add_argument("--tiers", choices=["auto", "concurrent", "serial"], default="auto",
+                   help="the grouped path's two tiers: concurrent (the kept tier on a second stream), serial "
+                   "(one after the other), or auto (the built-in choice: serial only where that measured faster)")
     b.add_argument("--pair-rows", choices=["fp32", "bf16"], help="dtype of the per-pair output rows the top-k sum "
                    "reads (default bf16, as vLLM's fused MoE keeps them; fp32: exact rows, twice the bytes)")
     b.add_argument("--breakdown", action="store_true", help="only: per-kernel GPU time of the hybrid layer")

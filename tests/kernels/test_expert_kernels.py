@@ -90,6 +90,29 @@ def test_the_decode_gemv_gives_way_to_the_grouped_tiles_sooner_the_wider_the_lay
     assert tri.gemv_tokens() == 20
 
 
+def test_only_the_large_class_on_wgmma_runs_its_tiers_one_after_the_other_from_the_measured_width(monkeypatch):
+    """triton_tiers.tiers_concurrently (session 30, H100: at I=2048 the large class's tiers
+    on two streams took 12-15 % longer than one after the other; every other class and
+    width gained from the overlap): serial only for the large class on the wgmma kernels
+    from SERIAL_TIERS_FROM_INTER, at every width above it; None turns the rule off (bench
+    --tiers concurrent). The classes are the ones grouped_class gives (a renamed class
+    would leave the rule naming nothing)."""
+    from nf3_hybrid.backends import triton_tiers
+
+    monkeypatch.setattr(triton_tiers, "SERIAL_TIERS_FROM_INTER", triton_tiers.SERIAL_TIERS_FROM_INTER)
+    start = triton_tiers.SERIAL_TIERS_FROM_INTER
+    assert start == 2048
+    classes = {triton_tiers.grouped_class(m, True) for m in triton_tiers.class_sizes(True)}
+    assert "large" in classes
+    for cls in classes:
+        for inter in (start // 2, start, 2 * start):
+            assert triton_tiers.tiers_concurrently(cls, inter, False)
+            serial = cls == "large" and inter >= start
+            assert triton_tiers.tiers_concurrently(cls, inter, True) == (not serial)
+    monkeypatch.setattr(triton_tiers, "SERIAL_TIERS_FROM_INTER", None)
+    assert all(triton_tiers.tiers_concurrently(cls, 2 * start, True) for cls in classes)
+
+
 @pytest.mark.parametrize("kept_fmt,m", [("nvfp4", 1), ("nvfp4", 64), ("mxfp4_e8m0k32", 5), ("mxfp4_e8m0k32", 40)])
 def test_grouped_decode_tiles(kept_fmt, m, monkeypatch):
     """Decode-sized batches through the grouped kernels' small tiles (the per-pair path
@@ -879,14 +902,26 @@ def test_bf16_pair_rows_on_the_built_in_gpu_tiles_match_the_reference(monkeypatc
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("m", [200, 700, 2500])
-def test_tiers_on_two_streams_give_the_one_stream_bits(monkeypatch, m):
+@pytest.mark.parametrize("serial_from", [None, 512])
+def test_tiers_on_two_streams_give_the_one_stream_bits(monkeypatch, m, serial_from):
     """The grouped path runs the kept tier on a side stream beside the NF3 tier
     (``CONCURRENT_TIERS``): the same bits as one after the other, for every grouped class
-    and across chunks (2500 tokens: two passes)."""
+    and across chunks (2500 tokens: two passes). With the serial rule brought down to this
+    layer's intermediate size (``SERIAL_TIERS_FROM_INTER``), the passes it names run on one
+    stream and the rest still on two: the same bits again."""
     if DEV != "cuda":
         pytest.skip("streams need the GPU")
     from nf3_hybrid.backends import triton_tiers
 
+    monkeypatch.setattr(triton_tiers, "SERIAL_TIERS_FROM_INTER", serial_from)
+    decided = []
+    rule = triton_tiers.tiers_concurrently
+
+    def watched(cls, inter, wgmma):
+        decided.append((cls, inter, wgmma, rule(cls, inter, wgmma)))
+        return decided[-1][-1]
+
+    monkeypatch.setattr(triton_tiers, "tiers_concurrently", watched)
     got = {}
     for on in (False, True):
         monkeypatch.setattr(triton_tiers, "CONCURRENT_TIERS", on)
@@ -895,9 +930,19 @@ def test_tiers_on_two_streams_give_the_one_stream_bits(monkeypatch, m):
         w, ids = routing(m, 64, 8, seed=m, device=DEV)
         x = (torch.randn(m, 1024, generator=torch.Generator().manual_seed(m)) * 2).to(torch.bfloat16).to(DEV)
         poison(ws)
+        decided.clear()
         got[on] = tri.forward(x, w, ids)
     assert torch.equal(got[False], got[True]), rel(got[True], got[False])
     assert rel(got[True], ref.forward(x, w, ids)) < TOL
+    expected = []
+    for c0 in range(0, m, ws.chunk):  # one decision a pass
+        size = min(m, c0 + ws.chunk) - c0
+        all_wgmma = triton_tiers.all_wgmma(tri.triton)
+        cls = triton_tiers.grouped_class(size, all_wgmma)
+        tiles = triton_tiers.layer_tiles(triton_tiers.grouped_config(size, False, all_wgmma), tri.triton)
+        on_wgmma = bool(tiles.get("wgmma"))
+        expected.append((cls, 512, on_wgmma, serial_from is None or not (on_wgmma and cls == "large")))
+    assert decided == expected
 
 
 @pytest.mark.gpu

@@ -68,9 +68,9 @@ def test_chunk_tokens_pair_rows_and_serial_tiers_set_what_the_workspace_plans_an
         monkeypatch, capsys):
     """``bench --chunk-tokens N``: the run's workspaces are planned in passes of N tokens
     (what session 17 timed 4096-token passes with); ``--pair-rows fp32``: their pair rows
-    in fp32 (bf16 by default); ``--serial-tiers``: no second stream for the grouped path's
-    tiers (session 30's question: how much the tiers' overlap is worth). A chunk below 1 is
-    a clear error before any GPU work."""
+    in fp32 (bf16 by default); ``--tiers concurrent`` / ``serial``: the grouped path's tiers
+    always on two streams (the serial rule off) or on one (no second stream), to time what
+    their overlap is worth. A chunk below 1 is a clear error before any GPU work."""
     import torch
 
     from nf3_hybrid import cli
@@ -79,22 +79,28 @@ def test_chunk_tokens_pair_rows_and_serial_tiers_set_what_the_workspace_plans_an
     monkeypatch.setattr(triton_tiers, "CHUNK_TOKENS", triton_tiers.CHUNK_TOKENS)
     monkeypatch.setattr(triton_tiers, "PAIR_ROWS_DTYPE", triton_tiers.PAIR_ROWS_DTYPE)
     monkeypatch.setattr(triton_tiers, "CONCURRENT_TIERS", triton_tiers.CONCURRENT_TIERS)
+    monkeypatch.setattr(triton_tiers, "SERIAL_TIERS_FROM_INTER", triton_tiers.SERIAL_TIERS_FROM_INTER)
     planned = []
 
     def fake_run(shapes, tokens, out_dir, tag, with_stock=True):
         ws = triton_tiers.Workspace(torch.device("cpu"))
         ws.reserve(8192, 2, 64, 32, 4)
-        planned.append((ws.chunk, ws.pair_rows.dtype, triton_tiers.CONCURRENT_TIERS, tuple(tokens), with_stock))
+        planned.append((ws.chunk, ws.pair_rows.dtype, triton_tiers.CONCURRENT_TIERS,
+                        triton_tiers.SERIAL_TIERS_FROM_INTER, tuple(tokens), with_stock))
         return {}
 
     monkeypatch.setattr(bench, "run", fake_run)
     assert cli.main(["bench", "--ours-only", "--chunk-tokens", "4096", "--tokens", "3072"]) == 0
     assert cli.main(["bench", "--ours-only", "--pair-rows", "fp32", "--tokens", "8"]) == 0
-    assert cli.main(["bench", "--ours-only", "--serial-tiers", "--tokens", "8"]) == 0
-    assert planned == [(4096, torch.bfloat16, True, (3072,), False), (4096, torch.float32, True, (8,), False),
-                       (4096, torch.float32, False, (8,), False)]
+    serial_from = triton_tiers.SERIAL_TIERS_FROM_INTER
+    assert cli.main(["bench", "--ours-only", "--tiers", "concurrent", "--tokens", "8"]) == 0
+    assert cli.main(["bench", "--ours-only", "--tiers", "serial", "--tokens", "8"]) == 0
+    assert planned == [(4096, torch.bfloat16, True, serial_from, (3072,), False),
+                       (4096, torch.float32, True, serial_from, (8,), False),
+                       (4096, torch.float32, True, None, (8,), False),
+                       (4096, torch.float32, False, None, (8,), False)]
     assert cli.main(["bench", "--chunk-tokens", "0"]) == 2
-    assert "--chunk-tokens 0" in capsys.readouterr().err and len(planned) == 3
+    assert "--chunk-tokens 0" in capsys.readouterr().err and len(planned) == 4
 
 
 def test_breakdown_profiles_the_token_counts_and_intermediate_size_it_is_given(monkeypatch, tmp_path):

@@ -72,6 +72,17 @@ DECODE_TOKENS = 64
 # in one session (bench_moe_h200_s8_streams{0,1}.json): I=512 3-8 % faster from 128 to
 # 4096 tokens, I=2048 1.5-1.8 %; it costs a second region of the intermediate cache.
 CONCURRENT_TIERS = True
+# ... except where that measured slower. Session 30, H100, hybrid layer alone, concurrent /
+# one after the other, two passes each (bench_moe_h100_s30_tiers_*.json, _ws*_i2048.json):
+# at I=2048 on the large class (2048 tokens a pass, every tier on wgmma) 5063-5125 against
+# 4224-4325 µs at 2048 tokens, 10059-10737 against 8906-9290 at 4096 — the concurrent graph
+# took the fast schedule in 2 of 10 runs (4333, 4361). Everywhere else the overlap still
+# paid: I=2048 2865-2890 against 2895-2922 at 1024 tokens (wide class); I=1024 2131-2159
+# against 2158-2200 at 2048, 4392-4401 against 4469-4487 at 4096; I=512 3-10 %; 128-1024
+# tokens 3-10 % at every size. So the large class on wgmma runs its tiers one after the
+# other from this per-rank intermediate size (None: never). Not timed on the H200, whose
+# SMs and L2 are the H100's.
+SERIAL_TIERS_FROM_INTER = 2048
 # set by the benchmark's config sweep only
 CONFIG_OVERRIDE: Optional[dict] = None
 # the pair rows' dtype (read when a workspace is planned): bf16, what vLLM's own fused MoE
@@ -722,6 +733,15 @@ def run_decode(kept, nf3_tier, result, x, topk_weights, topk_ids, weights_on_inp
                               asm=not interpret(), pdl=ws.pdl, l2_prefetch=ws.l2_prefetch)
 
 
+def tiers_concurrently(cls: str, inter: int, wgmma: bool) -> bool:
+    """Whether a grouped pass of batch class ``cls`` runs its two tiers on two streams
+    (CONCURRENT_TIERS permitting): not the large class on the wgmma kernels from
+    SERIAL_TIERS_FROM_INTER (measured above)."""
+    serial = (SERIAL_TIERS_FROM_INTER is not None and wgmma and cls == "large"
+              and inter >= SERIAL_TIERS_FROM_INTER)
+    return not serial
+
+
 def run_chunk(tiers, maps, x, topk_weights, topk_ids, weights_on_input, *, result=None, add_into=None,
               marks=None):
     """At most ``chunk`` tokens: route once for all given Triton tiers (one launch), then
@@ -733,8 +753,10 @@ def run_chunk(tiers, maps, x, topk_weights, topk_ids, weights_on_input, *, resul
     ws = tiers[0].ws
     m, topk = topk_ids.shape
     ids, tw = _flat_routing(topk_weights, topk_ids)
-    cfg = layer_tiles(grouped_config(m, interpret(), all_wgmma(tiers)), tiers)
-    if mma_tiles.wgmma_tail(cfg) and not all_wgmma(tiers):
+    wgmma = all_wgmma(tiers)
+    cls = grouped_class(m, wgmma)
+    cfg = layer_tiles(grouped_config(m, interpret(), wgmma), tiers)
+    if mma_tiles.wgmma_tail(cfg) and not wgmma:
         # the routing below would lay the blocks out with their tails, which only the wgmma
         # kernels read: the mma.sync kernels and the Triton tiles would leave those pairs out
         raise ValueError("tile option wg_tail needs every tier on the wgmma kernels; this layer's cannot all run "
@@ -764,7 +786,8 @@ def run_chunk(tiers, maps, x, topk_weights, topk_ids, weights_on_input, *, resul
                  ws.ends[:t_n], slots)
     if marks is not None:
         marks[1].record()
-    if len(tiers) == 2 and ws.side is not None and marks is None:
+    if (len(tiers) == 2 and ws.side is not None and marks is None
+            and tiers_concurrently(cls, tiers[0].tier.inter, bool(cfg.get("wgmma")))):
         # tier 0 on the side stream, tier 1 here; both only write their own pairs' rows
         main = torch.cuda.current_stream(ws.device)
         ws.fork.record(main)
