@@ -3,7 +3,7 @@
 # (triton_tiers.SERIAL_TIERS_FROM_INTER, from calls 5-6) — its GPU tests (two streams against
 # one with and without the rule, the GLM-5.2 shapes, CUDA-graph replay), then the hybrid layer
 # at I=2048 with the built-in choice (auto) against the tiers always concurrent, two passes.
-# -> kernels_h200_s30_serial.txt, tiers2_h200_s30.txt, s30_call7.tgz (bench_moe_h200_s30_rule_{auto,conc}{1,2}_i2048.json)
+# -> kernels_h200_s30_serial.txt, tiers2_h200_s30.txt, s30_call7.tgz (renamed _h100_ here: bench_moe_h200_s30_rule_{auto,conc}{1,2}_i2048.json)
 : "${OUT:?set by the device tool}"
 X=$PWD/bench/scratch/gpu-extra
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader

@@ -80,8 +80,10 @@ CONCURRENT_TIERS = True
 # paid: I=2048 2865-2890 against 2895-2922 at 1024 tokens (wide class); I=1024 2131-2159
 # against 2158-2200 at 2048, 4392-4401 against 4469-4487 at 4096; I=512 3-10 %; 128-1024
 # tokens 3-10 % at every size. So the large class on wgmma runs its tiers one after the
-# other from this per-rank intermediate size (None: never). Not timed on the H200, whose
-# SMs and L2 are the H100's.
+# other from this per-rank intermediate size (None: never). With the rule, the same host
+# (bench_moe_h100_s30_rule_*_i2048.json, two passes): 4265-4311 against 4957-4982 µs at 2048
+# tokens, 7321-7986 against 8353-8359 at 3072, 8713-8853 against 10105-10354 at 4096, 1024
+# unchanged. Not timed on the H200, whose SMs and L2 are the H100's.
 SERIAL_TIERS_FROM_INTER = 2048
 # set by the benchmark's config sweep only
 CONFIG_OVERRIDE: Optional[dict] = None
