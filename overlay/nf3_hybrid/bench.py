@@ -328,25 +328,25 @@ SWEEP = {
              dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, kconst2=1),
              dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1, kconst13=1),
              dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1, kconst2=1),
-             # session 26, built after its last device call, not timed: the next K block's
-             # loads unmasked (expert_gemv.clamp_option; compile_probe, tiled NF3, with
-             # kconst: NF3 loops 403 -> 366 instructions), with and without kconst
+             # session 26: the next K block's loads unmasked (expert_gemv.clamp_option;
+             # compile_probe, tiled NF3, with kconst: NF3 loops 403 -> 366 instructions), with
+             # and without kconst; built in beside kconst since session 29
              dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, clamp=1),
              dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, clamp=1, kconst13=1, kconst2=1),
              dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1, clamp=1),
              dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1, clamp=1, kconst13=1, kconst2=1),
-             # session 27, built without a device, not timed: the kept tier's e2m1 words two
-             # to a block (expert_gemv.e2m1x2_option; compile_probe, Triton 3.6, with kconst
-             # and clamp: kept loops 421 -> 391 instructions, 96 -> 80 registers)
+             # session 27: the kept tier's e2m1 words two to a block (expert_gemv.e2m1x2_option;
+             # compile_probe, Triton 3.6, with kconst and clamp: kept loops 421 -> 391
+             # instructions, 96 -> 80 registers); built in beside kconst since session 29
              dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, e2m1x2=1),
              dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, e2m1x2=1, kconst13=1, kconst2=1),
              dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, e2m1x2=1, kconst13=1, kconst2=1, clamp=1),
              dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1, e2m1x2=1, kconst13=1, kconst2=1),
              dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1, e2m1x2=1, kconst13=1, kconst2=1, clamp=1),
-             # session 29, built after its last device call, not timed: the NF3 group block's
-             # four words summed in fp16 in one run (expert_gemv.nf3x4_option; compile_probe,
-             # Triton 3.6, with kconst, clamp and e2m1x2: NF3 loops 364 -> 349 gate/up, 367 ->
-             # 351-352 down), beside the built-in options from 4 tokens, at both down tiles
+             # session 29: the NF3 group block's four words summed in fp16 in one run
+             # (expert_gemv.nf3x4_option; compile_probe, Triton 3.6, with kconst, clamp and
+             # e2m1x2: NF3 loops 364 -> 349 gate/up, 367 -> 351-352 down), beside the built-in
+             # options from 4 tokens, at both down tiles; session 30's H100 sweep: no faster
              dict(BN13=2, BK13=1024, BN2=32, BK2=128, warps=1, e2m1x2=1, kconst13=1, kconst2=1, clamp=1, nf3x4=1),
              dict(BN13=2, BK13=1024, BN2=8, BK2=512, warps=1, e2m1x2=1, kconst13=1, kconst2=1, clamp=1, nf3x4=1)],
     "small": [

@@ -935,9 +935,9 @@ def test_tiers_on_two_streams_give_the_one_stream_bits(monkeypatch, m, serial_fr
     assert torch.equal(got[False], got[True]), rel(got[True], got[False])
     assert rel(got[True], ref.forward(x, w, ids)) < TOL
     expected = []
+    all_wgmma = triton_tiers.all_wgmma(tri.triton)
     for c0 in range(0, m, ws.chunk):  # one decision a pass
         size = min(m, c0 + ws.chunk) - c0
-        all_wgmma = triton_tiers.all_wgmma(tri.triton)
         cls = triton_tiers.grouped_class(size, all_wgmma)
         tiles = triton_tiers.layer_tiles(triton_tiers.grouped_config(size, False, all_wgmma), tri.triton)
         on_wgmma = bool(tiles.get("wgmma"))

@@ -615,7 +615,8 @@ def kconst_options(cfg) -> tuple:
 # block (_rows_dot). Why: a masked load compiles to a zero-fill move and a predicate per
 # register — compile_probe, Triton 3.6, SM90, GLM-5.2, with kconst13 / kconst2: the NF3 loops
 # 403 -> 366 (gate/up) and 399 -> 366 SASS instructions (down, I=512's tiles). Built in
-# session 26 after its last device call: not timed; off.
+# session 26; timed in sessions 28-29 and on wherever kconst is since session 29
+# (triton_tiers.GEMV_CLAMP_WITH_KCONST says why).
 def clamp_option(cfg) -> bool:
     """The config's ``clamp``."""
     return _switch(cfg, "clamp")
@@ -626,7 +627,8 @@ def clamp_option(cfg) -> bool:
 # one conversion to fp32, as the NF3 group block sums two words). Why: per pair of words it
 # saves two fp16 → fp32 conversions, an add and a scale multiply-add. It rounds differently
 # from the one-word block (eight fp16 products a half before fp32, not four), so its bits are
-# not the default's. Built in session 27 without a device: not timed, off. compile_probe,
+# not the default's. Built in session 27; timed in sessions 28-29 and on wherever kconst is
+# since session 29 (triton_tiers.GEMV_E2M1X2_WITH_KCONST says why). compile_probe,
 # Triton 3.6, SM90, GLM-5.2, tiled NF3, kept-tier loop instructions and registers, one-word
 # → two-word blocks: I=512's tiles with kconst and clamp 421 → 391 (both GEMVs), 96 → 80
 # registers; kconst alone 460 → 436 (down 458 → 437); I=2048's down tiles with kconst 539 →
@@ -642,8 +644,9 @@ def e2m1x2_option(cfg) -> bool:
 # (ptx_decode.NF3_UNIT4_DOT_ASM: 16 a half) before one conversion to fp32, where the built-in
 # block sums two words at a time — e2m1x2's saving for the NF3 tier, one move, two
 # conversions and two adds a group. It rounds differently (and halves the fp16 sums' headroom:
-# ptx_decode), so its bits are not the default's. Built in session 29 after its last device
-# call: not timed, off.
+# ptx_decode), so its bits are not the default's. Built in session 29; timed in session 30
+# (H100, bench_moe_h100_s30_nf3x4{1,2}_i*.json): no faster — within ±1.5 % at I=512 from 4
+# tokens, 0-4 % slower at I=2048 — and the accuracy probe's max error 0.0028 -> 0.0029. Off.
 def nf3x4_option(cfg) -> bool:
     """The config's ``nf3x4``."""
     return _switch(cfg, "nf3x4")
