@@ -42,6 +42,26 @@ def _nvfp4_config():
     })
 
 
+def fill_random(experts: torch.nn.Module, g: torch.Generator) -> None:
+    """Random weights for a benchmark contender, one expert at a time: drawing a whole
+    bf16 layer at I=2048 in float32 at once held ~50 GB of transients beside the layer,
+    which kept that shape off an 80 GB card. Packed bytes uniform, e4m3 block scales
+    around 1 (bits 0x30-0x3f), global scales 1e-3 / 1, real weights N(0, 0.02)."""
+    with torch.no_grad():
+        for name, p in experts.named_parameters():
+            if "scale" in name and p.dtype not in (torch.uint8, torch.float8_e4m3fn):
+                p.fill_(1e-3 if "weight_scale_2" in name else 1.0)
+                continue
+            for part in (p if p.dim() > 1 else (p,)):
+                if p.dtype == torch.uint8:
+                    part.copy_(torch.randint(0, 256, part.shape, generator=g, device=p.device, dtype=torch.uint8))
+                elif p.dtype == torch.float8_e4m3fn:
+                    bits = torch.randint(0x30, 0x40, part.shape, generator=g, device=p.device, dtype=torch.int32)
+                    part.copy_(bits.to(torch.uint8).view(torch.float8_e4m3fn))
+                else:
+                    part.copy_(torch.randn(part.shape, generator=g, device=p.device, dtype=torch.float32) * 0.02)
+
+
 def build(kind: str, num_experts: int, hidden: int, inter: int, topk: int, seed: int = 0) -> Tuple[Callable, str, int]:
     """kind "nvfp4" | "bf16" → (apply(x, topk_weights, topk_ids), backend name, weight bytes per expert)."""
     from vllm.model_executor.layers.fused_moe.layer import FusedMoEFactory
@@ -52,18 +72,7 @@ def build(kind: str, num_experts: int, hidden: int, inter: int, topk: int, seed:
         runner = FusedMoEFactory(num_experts=num_experts, top_k=topk, hidden_size=hidden, intermediate_size=inter,
                                  params_dtype=torch.bfloat16, quant_config=qc, prefix=prefix)
     re = runner.routed_experts
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    with torch.no_grad():
-        for name, p in re.named_parameters():
-            if p.dtype == torch.uint8:
-                p.copy_(torch.randint(0, 256, p.shape, generator=g, device="cuda", dtype=torch.uint8))
-            elif p.dtype == torch.float8_e4m3fn:  # block scales around 1
-                bits = torch.randint(0x30, 0x40, p.shape, generator=g, device="cuda", dtype=torch.int32)
-                p.copy_(bits.to(torch.uint8).view(torch.float8_e4m3fn))
-            elif "scale" in name:
-                p.fill_(1e-3 if "weight_scale_2" in name else 1.0)
-            else:
-                p.copy_(torch.randn(p.shape, generator=g, device="cuda", dtype=torch.float32).to(p.dtype) * 0.02)
+    fill_random(re, torch.Generator(device="cuda").manual_seed(seed))
     per_expert = sum(p.numel() * p.element_size() for n, p in re.named_parameters()
                      if "input_scale" not in n) // num_experts
     method = re.quant_method
