@@ -3,9 +3,9 @@
 # `bash bench/results/s31_runs/call1.sh`).
 # Only where the host is an H200 (sessions 29-30 got H100s and measured this there): the
 # serial-tier rule of session 30 (large class at I=2048 with its tiers one after the other)
-# against the tiers always concurrent at 2048 / 4096 tokens, two passes alternating. (The
-# GEMV-bound sweep planned beside it was dropped: three failed starts had spent a fifth of
-# the session's device time.)
+# against the tiers always concurrent at 2048 / 4096 tokens, two passes alternating
+# (ROUNDS=1: one). (The GEMV-bound sweep planned beside it was dropped: three failed starts
+# had spent a fifth of the session's device time.)
 # -> tiers_h200_s31.txt, s31_call1.tgz (bench_moe_h200_s31_rule_*.json)
 : "${OUT:?set by the device tool}"
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "$gpu"

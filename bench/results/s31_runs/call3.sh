@@ -2,8 +2,8 @@
 # Session 31, call 3 (carry .gpu-bundle/part3; run as `bash .gpu-bundle/part3/stage.sh 3
 # >/tmp/stage.log 2>&1; source .gpu-bundle/part3/env.sh && bash bench/results/s31_runs/call3.sh`):
 # the overlay installed into the host Python beside vLLM 0.33.0, then the README's table at
-# per-rank I = 512 and 2048 (the README's H200 sizes; 1024 dropped for device time) with vLLM's Marlin NVFP4 and bf16 MoE in
-# the same run. I=2048 now fits an 80 GB card: the stock contenders' random weights are
+# per-rank I = 512 and 2048 (the README's H200 sizes; 1024 dropped for device time) with
+# vLLM's Marlin NVFP4 and bf16 MoE in the same run. I=2048 now fits an 80 GB card: the stock contenders' random weights are
 # drawn one expert at a time (stock_moe.fill_random). First table on session 30's
 # serial-tier rule with Marlin beside it.
 # INTER / TOKENS / LIMIT narrow it when device time is short (the command line is in the JSON).
