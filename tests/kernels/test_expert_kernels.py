@@ -1007,7 +1007,9 @@ def _gemv_option_layer(monkeypatch, kept_fmt, seed, nf3_layout=None):
     """(interp, hidden, ref, tri, ws, base) for the decode GEMV's tile-option tests: a hybrid
     layer at GLM-5.2's hidden size on the GPU, a small one under the interpreter (three
     gate/up K steps and two down), and the GEMV's built-in tiles with K at run time —
-    wider programs under the interpreter, whose time is per program."""
+    wider programs under the interpreter, whose time is per program and per op rather than
+    per element: two programs an expert's gate/up, two its down, the second with a masked
+    tail of rows (64/128 were 45 s a test alone, 128/256 30 s)."""
     from nf3_hybrid.backends import triton_tiers
 
     interp = triton_tiers.interpret()
@@ -1016,7 +1018,7 @@ def _gemv_option_layer(monkeypatch, kept_fmt, seed, nf3_layout=None):
     ref, tri, ws = build(kept_fmt, 6, 24, hidden, inter, 64, 8, seed=seed, nf3_layout=nf3_layout)
     base = dict(triton_tiers.kernel_config(1, interp, inter), kconst13=0, kconst2=0)
     if interp:
-        base.update(BN13=64, BN2=128)
+        base.update(BN13=128, BN2=256)
     return interp, hidden, ref, tri, ws, base
 
 
