@@ -7,6 +7,7 @@
 #    one after the other) against always-concurrent tiers at 2048 / 4096 tokens (s31 call 1).
 # 2. Our tiers and the hybrid layer (`bench --ours-only`) at I=512 and 2048, decode and
 #    prefill token counts, with the copy bandwidth measured in the same run.
+# LIMIT (seconds, default 240) bounds the table; its rows are kept as they come.
 # -> tiers_<gpu>_s32.txt (H200), table_<gpu>_s32.txt, s32_bare.tgz (the JSONs), the PNG
 : "${OUT:?set by the device tool}"
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "$gpu"
@@ -19,7 +20,7 @@ if [ "$tag" = h200 ]; then
   done 2>&1 | tee "$OUT/tiers_h200_s32.txt"
 fi
 s=$SECONDS
-timeout 240 $B --inter 512 2048 --tokens 1 2 4 8 16 64 512 1024 2048 4096 --out-dir "$OUT" \
+timeout "${LIMIT:-240}" $B --inter 512 2048 --tokens 1 2 4 8 16 64 512 1024 2048 4096 --out-dir "$OUT" \
   --tag ${tag}_s32_ours 2>&1 | grep -v Warning | tee "$OUT/table_${tag}_s32.txt" | tail -30
 echo "table took $((SECONDS-s)) s"
 (cd "$OUT" && tar czf s32_bare.tgz *.json && rm -f *.json && ls)
