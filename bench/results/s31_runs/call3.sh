@@ -12,6 +12,6 @@
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader
 bash scripts/install_overlay.sh --python python3 --no-extras >/tmp/install.log 2>&1 || { tail -20 /tmp/install.log; exit 1; }
 s=$SECONDS
-timeout "${LIMIT:-420}" python3 -m nf3_hybrid bench --shape glm5.2 --inter ${INTER:-512 2048} \
-  --tokens ${TOKENS:-1 2 4 8 16 32 64 128 512 1024 2048 4096} --out-dir "$OUT" --tag h200 2>&1 | grep -v Warning | tee "$OUT/table_h200_s31.txt" | tail -40
+timeout "${LIMIT:-420}" python3 -u -m nf3_hybrid bench --shape glm5.2 --inter ${INTER:-512 2048} \
+  --tokens ${TOKENS:-1 2 4 8 16 32 64 128 512 1024 2048 4096} --out-dir "$OUT" --tag h200 2>&1 | grep --line-buffered -v Warning | tee "$OUT/table_h200_s31.txt" | tail -40
 echo "table took $((SECONDS-s)) s"

@@ -12,7 +12,7 @@
 : "${OUT:?set by the device tool}"
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "$gpu"
 case "$gpu" in *H200*) tag=h200;; *H100*) tag=h100;; *) tag=gpu;; esac
-B="env PYTHONPATH=$PWD/overlay:$PWD python3 -m nf3_hybrid bench --ours-only --shape glm5.2"
+B="env PYTHONPATH=$PWD/overlay:$PWD python3 -u -m nf3_hybrid bench --ours-only --shape glm5.2"
 if [ "$tag" = h200 ]; then
   for t in auto concurrent; do
     timeout 60 $B --tiers $t --inter 2048 --tokens 2048 4096 --out-dir "$OUT" \
@@ -21,6 +21,6 @@ if [ "$tag" = h200 ]; then
 fi
 s=$SECONDS
 timeout "${LIMIT:-240}" $B --inter 512 2048 --tokens 1 2 4 8 16 64 512 1024 2048 4096 --out-dir "$OUT" \
-  --tag ${tag}_s32_ours 2>&1 | grep -v Warning | tee "$OUT/table_${tag}_s32.txt" | tail -30
+  --tag ${tag}_s32_ours 2>&1 | grep --line-buffered -v Warning | tee "$OUT/table_${tag}_s32.txt" | tail -30
 echo "table took $((SECONDS-s)) s"
 (cd "$OUT" && tar czf s32_bare.tgz *.json && rm -f *.json && ls)
