@@ -26,11 +26,12 @@ def test_triton_tiers_on_checkpoint_tensors(vllm_tp1, ckpt_name, request, monkey
     method = H.loaded_moe(ckpt, LAYER).routed_experts.quant_method
     kept, nf3 = method.tiers[KEPT], method.tiers[NF3]
     gemv_up_to(monkeypatch, 64)
-    # programs four times the interpreter's built-in widths (its time is per program and
-    # per op, not per element): 60 s a checkpoint alone with the built-in tiles, 30-43 s so
-    gemv = dict(triton_tiers.kernel_config(1, True, kept.inter), BN13=64, BN2=128)
-    grouped = dict(triton_tiers.grouped_config(70, True), BN13=64, BN2=128)
-    monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", {"gemv": gemv, triton_tiers.grouped_class(70): grouped})
+    if triton_tiers.interpret():
+        # programs four times the interpreter's built-in widths (its time is per program and
+        # per op, not per element): 60 s a checkpoint alone with the built-in tiles, 30-43 s so
+        gemv = dict(triton_tiers.kernel_config(1, True, kept.inter), BN13=64, BN2=128)
+        grouped = dict(triton_tiers.grouped_config(70, True), BN13=64, BN2=128)
+        monkeypatch.setattr(triton_tiers, "CONFIG_OVERRIDE", {"gemv": gemv, triton_tiers.grouped_class(70): grouped})
     ws = Workspace(torch.device("cpu"))
     ws.reserve(80, 4, kept.hidden, kept.inter, max(kept.num_experts, nf3.num_experts))
     tri = LayerExecutor({KEPT: TritonTier(kept, ws), NF3: TritonTier(nf3, ws)}, kept.hidden)
