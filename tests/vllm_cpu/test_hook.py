@@ -1,4 +1,5 @@
 """The .pth-armed hook, in fresh interpreters of the test venv (as users start them)."""
+import functools
 import json
 import os
 import shutil
@@ -13,17 +14,35 @@ SITE = Path(sysconfig.get_paths()["purelib"])
 MODELOPT = "vllm.model_executor.layers.quantization.modelopt"
 
 PROBE = f"""
-import json, sys
+import json, os, sys
 import nf3_hybrid.hook as h
 before = dict(h.status(), vllm_loaded="vllm" in sys.modules, torch_loaded="torch" in sys.modules)
 import vllm
 __PRE__
 import {MODELOPT} as m
-print("RESULT", json.dumps({{"before": before, "after": h.status(), "cls": m.ModelOptNvFp4Config.FusedMoEMethodCls.__name__}}))
+out = {{"before": before, "after": h.status(), "cls": m.ModelOptNvFp4Config.FusedMoEMethodCls.__name__}}
+variants = json.loads(os.environ.get("PROBE_VARIANTS", "{{}}"))
+if variants:
+    # vLLM's compile-cache key for each flag set, in the same interpreter (each probe is a
+    # vLLM import, ~19 CPU s): both caches hash envs.compile_factors()
+    import vllm.compilation.backends as backends
+    import vllm.compilation.caching as caching
+    from vllm.config.utils import hash_factors
+    from nf3_hybrid import flags
+    out["keys"] = {{}}
+    for name, env in variants.items():
+        for k in [k for k in os.environ if k.startswith("HYBRID_") and k != "HYBRID_DISABLE"]:
+            del os.environ[k]
+        os.environ.update(env)
+        flags.reset_for_tests()
+        f = caching.envs.compile_factors()
+        assert backends.envs.compile_factors() == f
+        out["keys"][name] = {{"hash": hash_factors(f), "overlay": f.get("NF3_HYBRID")}}
+print("RESULT", json.dumps(out))
 """
 
 
-def run_probe(pre="", env=None, pythonpath=None):
+def run_probe(pre="", env=None, pythonpath=None, variants=None):
     e = dict(os.environ)
     for k in list(e):
         if k.startswith("HYBRID_"):
@@ -31,10 +50,24 @@ def run_probe(pre="", env=None, pythonpath=None):
     e.update(env or {})
     if pythonpath:
         e["PYTHONPATH"] = str(pythonpath)
+    if variants:
+        e["PROBE_VARIANTS"] = json.dumps(variants)
     p = subprocess.run([sys.executable, "-c", PROBE.replace("__PRE__", pre)], capture_output=True, text=True, env=e, timeout=300)
     line = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")]
     assert p.returncode == 0 and line, p.stdout + p.stderr
     return json.loads(line[0][7:]), p.stderr
+
+
+@functools.lru_cache(maxsize=None)
+def _plain_probe():
+    """A fresh interpreter with no overlay flags, shared by the tests of one worker."""
+    return run_probe(variants={"plain": {}, "native": {"HYBRID_MXFP8_NATIVE": "1"},
+                               "ref": {"HYBRID_KEPT": "ref", "HYBRID_NF3": "ref"}, "debug": {"HYBRID_DEBUG": "1"}})[0]
+
+
+@functools.lru_cache(maxsize=None)
+def _disabled_probe():
+    return run_probe(env={"HYBRID_DISABLE": "1"}, variants={"stock": {}})[0]
 
 
 def test_pth_is_installed_next_to_the_package():
@@ -44,11 +77,30 @@ def test_pth_is_installed_next_to_the_package():
 
 
 def test_fresh_interpreter_is_armed_and_patches_on_import():
-    res, _ = run_probe()
+    res = _plain_probe()
     assert res["before"]["armed"] and res["before"]["finder"] and not res["before"]["patched"]
     # arming imported neither vLLM nor torch
     assert not res["before"]["vllm_loaded"] and not res["before"]["torch_loaded"]
     assert res["after"]["patched"] and res["cls"] == "HybridNvFp4FusedMoE"
+
+
+def test_disable_flag_leaves_vllm_stock():
+    res = _disabled_probe()
+    assert not res["before"]["armed"] and not res["before"]["finder"] and res["cls"] == "ModelOptNvFp4FusedMoE"
+
+
+def test_flags_that_change_the_model_are_part_of_vllms_compile_cache_key():
+    """Both of vLLM's compile caches hash envs.compile_factors(); without the overlay in it
+    an engine with HYBRID_MXFP8_NATIVE=1 loaded the graph compiled without it (H200)."""
+    keys = _plain_probe()["keys"]
+    plain = keys["plain"]
+    assert plain["overlay"]["HYBRID_MXFP8_NATIVE"] is False and plain["overlay"]["version"]
+    assert len({plain["hash"], keys["native"]["hash"], keys["ref"]["hash"]}) == 3
+    # a flag that only logs keeps the key (no recompilation for HYBRID_DEBUG)
+    assert keys["debug"]["hash"] == plain["hash"]
+    # stock vLLM (overlay disabled) keeps vLLM's own factors
+    stock = _disabled_probe()["keys"]["stock"]
+    assert stock["overlay"] is None and stock["hash"] != plain["hash"]
 
 
 def test_plain_python_start_imports_nothing_heavy():
@@ -86,10 +138,6 @@ def test_untested_vllm_version_is_refused_with_one_line():
     assert res["after"]["patched"] and res["cls"] == "HybridNvFp4FusedMoE"
 
 
-def test_disable_flag_leaves_vllm_stock():
-    res, _ = run_probe(env={"HYBRID_DISABLE": "1"})
-    assert not res["before"]["armed"] and not res["before"]["finder"] and res["cls"] == "ModelOptNvFp4FusedMoE"
-
 
 def _broken_copy(tmp_path, where, code):
     pkg = tmp_path / "nf3_hybrid"
@@ -113,49 +161,3 @@ def test_broken_hook_never_stops_python_starting(tmp_path):
     p = subprocess.run([sys.executable, "-c", "print('alive')"], capture_output=True, text=True, env=e, timeout=60)
     assert p.returncode == 0 and p.stdout.strip() == "alive"
     assert [l for l in p.stderr.splitlines() if "hook not armed" in l and "hook is broken" in l]
-
-
-CACHE_KEY_PROBE = """
-import json, os
-import vllm.compilation.caching as caching
-import vllm.compilation.backends as backends
-import {modelopt}
-from nf3_hybrid import flags
-from vllm.config.utils import hash_factors
-out = {{}}
-for name, env in json.loads(os.environ["PROBE_VARIANTS"]).items():
-    for k in [k for k in os.environ if k.startswith("HYBRID_") and k != "HYBRID_DISABLE"]:
-        del os.environ[k]
-    os.environ.update(env)
-    flags.reset_for_tests()
-    f = caching.envs.compile_factors()
-    assert backends.envs.compile_factors() == f
-    out[name] = {{"hash": hash_factors(f), "overlay": f.get("NF3_HYBRID")}}
-print("RESULT", json.dumps(out))
-""".format(modelopt=MODELOPT)
-
-
-def _cache_keys(variants, disable=False):
-    e = {k: v for k, v in os.environ.items() if not k.startswith("HYBRID_")}
-    e["PROBE_VARIANTS"] = json.dumps(variants)
-    if disable:
-        e["HYBRID_DISABLE"] = "1"
-    p = subprocess.run([sys.executable, "-c", CACHE_KEY_PROBE], capture_output=True, text=True, env=e, timeout=300)
-    line = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")]
-    assert p.returncode == 0 and line, p.stdout + p.stderr
-    return json.loads(line[0][7:])
-
-
-def test_flags_that_change_the_model_are_part_of_vllms_compile_cache_key():
-    """Both of vLLM's compile caches hash envs.compile_factors(); without the overlay in it
-    an engine with HYBRID_MXFP8_NATIVE=1 loaded the graph compiled without it (H200)."""
-    keys = _cache_keys({"plain": {}, "native": {"HYBRID_MXFP8_NATIVE": "1"},
-                        "ref": {"HYBRID_KEPT": "ref", "HYBRID_NF3": "ref"}, "debug": {"HYBRID_DEBUG": "1"}})
-    plain = keys["plain"]
-    assert plain["overlay"]["HYBRID_MXFP8_NATIVE"] is False and plain["overlay"]["version"]
-    assert len({plain["hash"], keys["native"]["hash"], keys["ref"]["hash"]}) == 3
-    # a flag that only logs keeps the key (no recompilation for HYBRID_DEBUG)
-    assert keys["debug"]["hash"] == plain["hash"]
-    # stock vLLM (overlay disabled) keeps vLLM's own factors
-    stock = _cache_keys({"stock": {}}, disable=True)["stock"]
-    assert stock["overlay"] is None and stock["hash"] != plain["hash"]
