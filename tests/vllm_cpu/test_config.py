@@ -38,12 +38,19 @@ def test_vllm_detects_both_layouts_as_modelopt_fp4(make_ckpt):
 
 
 def _spawned_spec(blob, q):
+    import nf3_hybrid.hook as h
+    import vllm.model_executor.layers.quantization.modelopt as m
+
     qc = pickle.loads(blob)
     spec = qc.nf3_hybrid_spec
-    q.put({str(k): list(p.bits) for k, p in spec.bit_map.items()})
+    q.put(({str(k): list(p.bits) for k, p in spec.bit_map.items()}, h.status(),
+           m.ModelOptNvFp4Config.FusedMoEMethodCls.__name__))
 
 
-def test_spec_reaches_a_spawned_worker(tiny_hybrid):
+def test_spawned_worker_is_patched_and_gets_the_spec(tiny_hybrid):
+    """A spawned child (how vLLM starts TP workers) is armed by the .pth and patched on
+    importing modelopt, and the pickled config it receives keeps the bit map. One child
+    for both: each spawn is a vLLM import (~19 CPU s)."""
     import multiprocessing as mp
 
     qc = _qc(tiny_hybrid)
@@ -51,8 +58,9 @@ def test_spec_reaches_a_spawned_worker(tiny_hybrid):
     q = ctx.Queue()
     p = ctx.Process(target=_spawned_spec, args=(pickle.dumps(qc), q))
     p.start()
-    got = q.get(timeout=300)
+    got, status, cls = q.get(timeout=300)
     p.join(60)
+    assert status["armed"] and status["patched"] and cls == "HybridNvFp4FusedMoE"
     want = json.loads((tiny_hybrid / "config.json").read_text())["quantization_config"]["hybrid_bit_map"]
     assert got == want
 
