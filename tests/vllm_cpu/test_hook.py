@@ -120,7 +120,6 @@ def test_untested_vllm_version_is_refused_with_one_line():
     assert res["after"]["patched"] and res["cls"] == "HybridNvFp4FusedMoE"
 
 
-
 def _broken_copy(tmp_path, where, code):
     pkg = tmp_path / "nf3_hybrid"
     shutil.copytree(SITE / "nf3_hybrid", pkg, ignore=shutil.ignore_patterns("__pycache__"))
