@@ -9,7 +9,9 @@ with the float32 HF model of the *dequantized* checkpoint (KL over vLLM's top-20
 top-1 agreement). The noise floor is stock vLLM's bf16 path against the float32 HF model
 of the same bf16 weights, measured in the same run; a hybrid run must land within 1.5×
 the floor's KL and 1 point of its top-1. Each vLLM engine runs in its own process (a
-few at a time on the one GPU). Results, thresholds and the command go to JSON.
+few at a time on the one GPU). The engines that time decode tokens/s (the hybrid and the
+uniform NVFP4 checkpoint) do it on turns, alone on the GPU once every other engine has
+exited (decode_turns.py). Results, thresholds and the command go to JSON.
 """
 from __future__ import annotations
 
@@ -23,7 +25,15 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+# decode_turns lies beside this script, however the script is loaded (a test loads it by path)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import decode_turns  # noqa: E402
+
 SEQS, SEQ_LEN, TOPN = 64, 128, 20
+# decode tokens/s: batch sizes timed on each turn (the largest is the headline ratio's)
+DECODE_BATCHES = (1, 32)
+TURNS_DIR = "decode-turns"
+REFERENCE = "__reference__"  # the parent's float32 references, as a turn participant
 
 # name: (checkpoint, env, engine options)
 RUNS = {
@@ -121,16 +131,40 @@ def worker(spec: dict):
         plp.append(seq)
     res = {"prompt_logprobs": plp, "startup_s": startup}
     if spec.get("decode"):
-        prompts = [{"prompt_token_ids": tokens[i % len(tokens)][:16]} for i in range(32)]
-        dp = SamplingParams(max_tokens=128, ignore_eos=True, temperature=0.0)
-        llm.generate(prompts, SamplingParams(max_tokens=16, ignore_eos=True))  # same batch: warm
-        t = time.time()
-        gen = llm.generate(prompts, dp)
-        dt = time.time() - t
-        n = sum(len(g.outputs[0].token_ids) for g in gen)
-        res["decode_tokens_per_s"] = n / dt
-        res["decode_batch"] = len(prompts)
+        res.update(decode_speed(llm, tokens, spec))
     Path(spec["result"]).write_text(json.dumps(res))
+
+
+def decode_speed(llm, tokens, spec: dict) -> dict:
+    """Decode tokens/s at each of ``spec["decode_batches"]`` (sequences of 16 prompt
+    tokens, 128 generated), timed on this engine's turns (decode_turns.py: alone on the
+    GPU, in an order shared with the other decode engines); the median over turns."""
+    from statistics import median
+
+    from vllm import SamplingParams
+
+    from decode_turns import Turns
+
+    batches = spec.get("decode_batches", DECODE_BATCHES)
+
+    def measure(_turn):
+        out = {}
+        for b in batches:
+            prompts = [{"prompt_token_ids": tokens[i % len(tokens)][:16]} for i in range(b)]
+            llm.generate(prompts, SamplingParams(max_tokens=16, ignore_eos=True))  # same batch: warm
+            t = time.time()
+            gen = llm.generate(prompts, SamplingParams(max_tokens=128, ignore_eos=True, temperature=0.0))
+            dt = time.time() - t
+            out[str(b)] = sum(len(g.outputs[0].token_ids) for g in gen) / dt
+        return out
+
+    turns = Turns(Path(spec["turns"]), spec["name"], timeout=spec.get("turn_timeout", 900.0))
+    timed = turns.run(measure)
+    by_batch = {str(b): round(median(t[str(b)] for t in timed), 1) for b in batches}
+    return {"decode_turns": timed, "decode_tokens_per_s_by_batch": by_batch,
+            "decode_tokens_per_s": by_batch[str(max(batches))], "decode_batch": max(batches),
+            # False: a wait gave up (another engine hung?), so these timings may overlap its work
+            "decode_alone": not turns.waited_out}
 
 
 _DEBUG_LINE = re.compile(r"nf3-hybrid debug (\S+): M=(\d+) .*")
@@ -149,9 +183,19 @@ def debug_errors(text: str):
 
 
 def run_engine(name, work: Path, tp: int, mem: float, log, debug: int = 0, pythonpath: str = ""):
+    """One engine in its own process; its exit is marked for the decode engines' turns
+    however it ends."""
+    try:
+        return _run_engine(name, work, tp, mem, log, debug, pythonpath)
+    finally:
+        decode_turns.mark_exit(work / TURNS_DIR, name)
+
+
+def _run_engine(name, work: Path, tp: int, mem: float, log, debug: int, pythonpath: str):
     ckpt, env, opts = RUNS[name]
     spec = {"model": str(work / ckpt if ckpt != "tiny-bf16" else work / "tiny-bf16"), "tp": tp, "mem": mem,
-            "tokens": str(work / "tokens.json"), "result": str(work / f"run-{name}.json"), **opts}
+            "tokens": str(work / "tokens.json"), "result": str(work / f"run-{name}.json"), "name": name,
+            "turns": str(work / TURNS_DIR), **opts}
     e = dict(os.environ)
     for k in [k for k in e if k.startswith("HYBRID_")]:
         del e[k]
@@ -235,6 +279,9 @@ def main():
     ap.add_argument("--runs", default=",".join(RUNS))
     ap.add_argument("--parallel", type=int, default=4)
     ap.add_argument("--mem", type=float, default=0.1)
+    ap.add_argument("--decode-rounds", type=int, default=3,
+                    help="turns each decode engine takes timing decode tokens/s, alone on the GPU, "
+                         "alternating with the other decode engines (A B B A ...)")
     # The demo model's default (1.0) predicts the next token with ~0.9 probability: every
     # run then agrees on top-1 and the top-20 KL is bf16 rounding noise (2026-11-30 runs).
     # 0.8 gives a mean top-1 probability of ~0.6 and an entropy of ~3 nats.
@@ -258,10 +305,20 @@ def main():
     work.mkdir(parents=True, exist_ok=True)
     names = [n for n in a.runs.split(",") if n]
     tokens = prepare(work, {RUNS[n][0] for n in names}, a.sharpness, a.seqs, a.seq_len)
+    timers = [n for n in names if RUNS[n][2].get("decode")]
+    if timers and len(names) > len(timers) and a.parallel <= len(timers):
+        raise SystemExit(f"--parallel {a.parallel}: the decode engines {timers} wait for every other engine to "
+                         f"exit before timing, so at least {len(timers) + 1} must run at once")
+    # the float32 references run in this process beside the engines: the decode turns wait
+    # for them as for an engine
+    decode_turns.plan(work / TURNS_DIR, names + [REFERENCE], timers, a.decode_rounds)
     t0 = time.time()
     with ThreadPoolExecutor(a.parallel) as ex:
         futs = {n: ex.submit(run_engine, n, work, a.tp, a.mem, log, a.debug, a.pythonpath) for n in names}
-        refs = {c: hf_reference(work, c, tokens) for c in {RUNS[n][0] for n in names}}
+        try:
+            refs = {c: hf_reference(work, c, tokens) for c in {RUNS[n][0] for n in names}}
+        finally:
+            decode_turns.mark_exit(work / TURNS_DIR, REFERENCE)
         results = {n: f.result() for n, f in futs.items()}
     out = {"tp": a.tp, "command": "python " + " ".join(sys.argv), "date": time.strftime("%Y-%m-%d"),
            "wall_s": round(time.time() - t0), "runs": {}, "checks": {}}
@@ -341,9 +398,14 @@ def main():
     for n, r in runs.items():
         if "error" in r:
             checks[f"{n}_ran"] = False
-    if "decode_tokens_per_s" in runs.get("hyb_triton", {}) and "decode_tokens_per_s" in runs.get("uniform_overlay", {}):
-        checks["decode_tok_s_hybrid_over_uniform_nvfp4"] = round(
-            runs["hyb_triton"]["decode_tokens_per_s"] / runs["uniform_overlay"]["decode_tokens_per_s"], 3)
+    hyb, uni = runs.get("hyb_triton", {}), runs.get("uniform_overlay", {})
+    if "decode_tokens_per_s" in hyb and "decode_tokens_per_s" in uni:
+        checks["decode_tok_s_hybrid_over_uniform_nvfp4"] = round(hyb["decode_tokens_per_s"] / uni["decode_tokens_per_s"], 3)
+        for b, v in hyb.get("decode_tokens_per_s_by_batch", {}).items():
+            if b in uni.get("decode_tokens_per_s_by_batch", {}):
+                checks[f"decode_tok_s_hybrid_over_uniform_nvfp4_batch{b}"] = round(
+                    v / uni["decode_tokens_per_s_by_batch"][b], 3)
+        checks["decode_timed_alone"] = bool(hyb.get("decode_alone") and uni.get("decode_alone"))
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(out, indent=2) + "\n")
     log(json.dumps(checks, indent=2))

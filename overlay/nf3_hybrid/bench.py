@@ -240,6 +240,42 @@ def table(res) -> str:
     return "\n".join(lines)
 
 
+# the README's table: one column per contender, in this order
+REPORT_COLUMNS = (("ours_nf3_tier", "our NF3 tier"), ("vllm_nvfp4_nf3set", "stock NVFP4, same 192 experts"),
+                  ("ours_nvfp4_tier", "our NVFP4 tier"), ("vllm_nvfp4_keptset", "stock, 64 experts"),
+                  ("ours_hybrid", "our hybrid layer"), ("vllm_nvfp4", "stock NVFP4, 256"), ("vllm_bf16", "vLLM bf16"))
+
+
+def report(results: List[dict]) -> str:
+    """The README's table from one or more benchmark JSONs of one device (e.g. a run at
+    I=512 and 2048 and another at I=1024): median µs per contender, then the hybrid layer
+    over Marlin by size. Written from the JSON so that a refreshed table is copied, not
+    typed. A row one run lacks (e.g. --ours-only) shows "—"; the same (shape, I, tokens,
+    contender) in two files, or files of different devices, is an error."""
+    devices = sorted({r["device"] for r in results})
+    if len(devices) != 1:
+        raise ValueError(f"--report: one device per table, these JSONs come from {devices}")
+    idx = {}
+    for res in results:
+        for r in res["rows"]:
+            k = (r["shape"], r["inter"], r["tokens"], r["contender"])
+            if k in idx:
+                raise ValueError(f"--report: {k} is in more than one of these JSONs")
+            idx[k] = r["us"]
+    sizes = sorted({k[:3] for k in idx}, key=lambda k: (k[0] != "glm5.2", k[0], k[1], k[2]))
+    cell = lambda k, c: f"{idx[k + (c,)]:.0f}" if k + (c,) in idx else "—"  # noqa: E731
+    copy = ", ".join(f"{r['copy_gbs']:.0f}" for r in results)
+    lines = [f"{devices[0]}; device-to-device copy {copy} GB/s; median µs, CUDA-graph replay", "",
+             "| shape | per-rank I | tokens | " + " | ".join(name for _, name in REPORT_COLUMNS) + " | hybrid over stock |",
+             "|" + " --- |" * (len(REPORT_COLUMNS) + 4)]
+    for k in sizes:
+        stock, ours = idx.get(k + ("vllm_nvfp4",)), idx.get(k + ("ours_hybrid",))
+        ratio = stock / ours if stock and ours else None
+        lines.append(f"| {k[0]} | {k[1]} | {k[2]} | " + " | ".join(cell(k, c) for c, _ in REPORT_COLUMNS)
+                     + f" | {'—' if ratio is None else f'{ratio:.2f}×'} |")
+    return "\n".join(lines)
+
+
 def plot(res, path):
     import matplotlib
 
@@ -752,6 +788,9 @@ def set_gemv_tokens(n: int):
 
 
 def main(args) -> int:
+    if args.report:
+        print(report([json.loads(Path(f).read_text()) for f in args.report]))
+        return 0
     if args.gemv_tokens is not None:
         set_gemv_tokens(args.gemv_tokens)
     from .backends import triton_tiers

@@ -227,6 +227,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--pair-rows", choices=["fp32", "bf16"], help="dtype of the per-pair output rows the top-k sum "
                    "reads (default bf16, as vLLM's fused MoE keeps them; fp32: exact rows, twice the bytes)")
     b.add_argument("--breakdown", action="store_true", help="only: per-kernel GPU time of the hybrid layer")
+    b.add_argument("--report", nargs="+", metavar="JSON",
+                   help="only: print the README's table from benchmark JSONs of one device (no GPU needed)")
     b.add_argument("--ours-only", action="store_true",
                    help="time only the hybrid kernels (no vLLM needed: for kernel work on a bare GPU host)")
     b.set_defaults(func=_cmd_bench)
