@@ -246,6 +246,18 @@ REPORT_COLUMNS = (("ours_nf3_tier", "our NF3 tier"), ("vllm_nvfp4_nf3set", "stoc
                   ("ours_hybrid", "our hybrid layer"), ("vllm_nvfp4", "stock NVFP4, 256"), ("vllm_bf16", "vLLM bf16"))
 
 
+def _benchmark_json(path: str) -> dict:
+    """A benchmark result file (``run``'s JSON), or a ValueError naming the file."""
+    try:
+        res = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not JSON ({exc})") from exc
+    missing = [k for k in ("device", "copy_gbs", "rows") if not isinstance(res, dict) or k not in res]
+    if missing:
+        raise ValueError(f"{path}: not a benchmark result (no {', '.join(missing)}; bench writes bench_moe_<tag>.json)")
+    return res
+
+
 def report(results: List[dict]) -> str:
     """The README's table from one or more benchmark JSONs of one device (e.g. a run at
     I=512 and 2048 and another at I=1024): median µs per contender, then the hybrid layer
@@ -789,7 +801,7 @@ def set_gemv_tokens(n: int):
 
 def main(args) -> int:
     if args.report:
-        print(report([json.loads(Path(f).read_text()) for f in args.report]))
+        print(report([_benchmark_json(f) for f in args.report]))
         return 0
     if args.gemv_tokens is not None:
         set_gemv_tokens(args.gemv_tokens)

@@ -65,3 +65,13 @@ def test_the_cli_prints_it_without_a_gpu(tmp_path, capsys):
     f.write_text(json.dumps(_result("H", (512,), (2,))))
     assert cli.main(["bench", "--report", str(f)]) == 0
     assert (512, 2) in _cells(capsys.readouterr().out)
+
+
+def test_a_file_that_is_not_a_benchmark_result_is_named(tmp_path, capsys):
+    notjson, other = tmp_path / "a.json", tmp_path / "b.json"
+    notjson.write_text("{")
+    other.write_text(json.dumps({"rows": []}))
+    assert cli.main(["bench", "--report", str(notjson)]) == 2
+    assert f"{notjson}: not JSON" in capsys.readouterr().err
+    assert cli.main(["bench", "--report", str(other)]) == 2
+    assert f"{other}: not a benchmark result (no device, copy_gbs" in capsys.readouterr().err
