@@ -65,13 +65,10 @@ def mark_exit(directory: Path, name: str) -> None:
 class Turns:
     """One decode engine's side of the protocol."""
 
-    def __init__(self, directory: Path, name: str, timeout: float = 900.0, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep):
+    def __init__(self, directory: Path, name: str, timeout: float = 900.0):
         self.dir = Path(directory)
         self.name = name
         self.timeout = timeout
-        self.clock = clock
-        self.sleep = sleep
         p = json.loads((self.dir / "plan.json").read_text())
         self.engines: List[str] = p["engines"]
         self.order: List[str] = p["order"]
@@ -87,12 +84,12 @@ class Turns:
         return self._exited(n) or (n in self.timers and (self.dir / f"ready-{n}").exists())
 
     def _wait(self, done: Callable[[], bool]) -> None:
-        end = self.clock() + self.timeout
+        end = time.monotonic() + self.timeout
         while not done():
-            if self.clock() >= end:
+            if time.monotonic() >= end:
                 self.waited_out = True
                 return
-            self.sleep(POLL_S)
+            time.sleep(POLL_S)
 
     def _slot(self) -> int:
         return int((self.dir / "slot").read_text())

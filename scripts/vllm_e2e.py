@@ -143,8 +143,6 @@ def decode_speed(llm, tokens, spec: dict) -> dict:
 
     from vllm import SamplingParams
 
-    from decode_turns import Turns
-
     batches = spec.get("decode_batches", DECODE_BATCHES)
 
     def measure(_turn):
@@ -158,7 +156,7 @@ def decode_speed(llm, tokens, spec: dict) -> dict:
             out[str(b)] = sum(len(g.outputs[0].token_ids) for g in gen) / dt
         return out
 
-    turns = Turns(Path(spec["turns"]), spec["name"], timeout=spec.get("turn_timeout", 900.0))
+    turns = decode_turns.Turns(Path(spec["turns"]), spec["name"], timeout=spec.get("turn_timeout", 900.0))
     timed = turns.run(measure)
     by_batch = {str(b): round(median(t[str(b)] for t in timed), 1) for b in batches}
     return {"decode_turns": timed, "decode_tokens_per_s_by_batch": by_batch,
