@@ -13,6 +13,7 @@ Usage: python3 bench/compile_probe.py [--arch 90] [--cfg BN13=4,BK13=512,...] [-
        (tiled=1 anywhere: an NF3 tier in tiled layout, formats/nf3_tiled.py; kconst=1 the
        decode GEMVs with their K a constant, inter=I the down GEMV's; clamp=1 / e2m1x2=1 /
        nf3x4=1 their tile options clamp / e2m1x2 / nf3x4)
+       python3 bench/compile_probe.py --serve (probes asked for on stdin, a line each: serve())
 Another Triton than the venv's (the H200 host has 3.6, the pinned stack 3.8; their code
 differs): pip download triton==3.6.0 --no-deps, unzip the wheel into DIR, then
 PYTHONPATH=DIR:overlay python3 bench/compile_probe.py ...
@@ -133,14 +134,14 @@ def probe(kernel, consts, arch, warps, dump=None, stages=None, x_type="*bf16", m
                 sass_total=sum(ops.values()), top=ops.most_common(14), loops=loops(sass))
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--arch", type=int, default=90)
     ap.add_argument("--cfg", default=parser_default_cfg())
     ap.add_argument("--dump")
     ap.add_argument("--grouped", action="store_true", help="the grouped NF3 w13/w2 kernels instead")
     ap.add_argument("--mma", action="store_true", help="the Gluon mma kernels instead")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     if a.grouped:
         return grouped(a)
     if a.mma:
@@ -226,5 +227,39 @@ def parser_default_cfg():
     return "BN13=2,BK13=1024,BN2=8,BK2=512,warps=1"
 
 
+# --serve: the marker that starts each answer line (anything else on stdout is not ours)
+ANSWER = "@@compile_probe@@ "
+
+
+def serve() -> int:
+    """Probes one after another in this process, each asked for by a line on stdin (the
+    arguments as a JSON list) and answered by one line on stdout: ANSWER and a JSON object
+    with rc (0, or 1 with the error), the report a plain run would print, and the error's
+    traceback. Why: starting Python and importing torch, Triton and the kernels takes ~5 s
+    of a ~7 s probe on the CI machine, and the tests ask for dozens (tests/kernels/sm90.py
+    keeps one server a test process). A failed probe is answered, not fatal: the next one
+    still runs; the asker decides what a failure means."""
+    import contextlib
+    import io
+    import json
+    import traceback
+
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        out = io.StringIO()
+        answer = dict(rc=0, error="")
+        try:
+            with contextlib.redirect_stdout(out):
+                rc = main(json.loads(line))
+            answer["rc"] = int(rc or 0)
+        except (Exception, SystemExit):  # noqa: BLE001 - reported to the asker, who fails on it
+            answer.update(rc=1, error=traceback.format_exc())
+        answer["stdout"] = out.getvalue()
+        sys.stdout.write(ANSWER + json.dumps(answer) + "\n")
+        sys.stdout.flush()
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(serve() if sys.argv[1:] == ["--serve"] else main())
