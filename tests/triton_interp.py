@@ -80,5 +80,32 @@ def install() -> bool:
 
     interpreter._patch_lang = patch_once
     interpreter.GridExecutor.__call__ = grid_call
+    _memoize_np_dtype(interpreter, tl)
     interpreter._nf3_patch_once = True
     return True
+
+
+def _memoize_np_dtype(interpreter, tl):
+    """The interpreter's ``_get_np_dtype`` (a Triton dtype's numpy dtype), remembered per
+    scalar dtype: Triton's builds its 19-entry table on every call, ~10 % of a GEMV kernel
+    test's time (4.7 of 50 s in 118 302 calls). Block types map as their element type;
+    pointers (unhashable) go to Triton's, which answers them first."""
+    get = getattr(interpreter, "_get_np_dtype", None)
+    if get is None:
+        logger.warning("Triton interpreter without _get_np_dtype: not remembered")
+        return
+    known = {}
+
+    def np_dtype(tt_dtype):
+        if isinstance(tt_dtype, tl.block_type):
+            tt_dtype = tt_dtype.element_ty
+        if isinstance(tt_dtype, tl.pointer_type):  # unhashable; Triton's answers before its table
+            return get(tt_dtype)
+        try:
+            return known[tt_dtype]
+        except KeyError:
+            known[tt_dtype] = got = get(tt_dtype)
+            return got
+
+    np_dtype.triton_own = get
+    interpreter._get_np_dtype = np_dtype

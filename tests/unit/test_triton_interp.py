@@ -53,3 +53,18 @@ def test_helpers_patch_once_and_nothing_stays_patched():
     after = _language_state()
     assert [k for k in before if before[k] is not after[k]] == []
     assert tl.core.is_builtin(tl.core.load)  # Triton's own patch scope of tl.sum's call left a wrapper here
+
+
+
+def test_remembered_numpy_dtypes_are_the_interpreters():
+    """The memoized ``_get_np_dtype`` (installed by the conftest) answers as Triton's own for
+    scalars, blocks of them and pointers, asked twice (the second answer remembered)."""
+    memo = interpreter._get_np_dtype
+    own = memo.triton_own
+    assert own.__module__ == "triton.runtime.interpreter" and memo is not own
+    scalars = [tl.int1, tl.float16, tl.bfloat16, tl.float32, tl.uint8, tl.int32, tl.uint32, tl.int64, tl.float8e4nv]
+    cases = scalars + [tl.block_type(t, [4, 8]) for t in scalars] + [
+        tl.pointer_type(tl.float16), tl.block_type(tl.pointer_type(tl.int32), [16])]
+    for _ in range(2):
+        for t in cases:
+            assert memo(t) == own(t), t
