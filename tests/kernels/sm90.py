@@ -54,10 +54,18 @@ class _Server:
         t.start()
         t.join(TIMEOUT_S)
         if "answer" not in got:
+            why = f"no answer in {TIMEOUT_S} s" if t.is_alive() else f"it exited ({self._exit_code()})"
+            tail = self.stderr_tail()
             self.close()
-            why = f"no answer in {TIMEOUT_S} s" if t.is_alive() else f"it exited ({self.proc.poll()})"
-            raise AssertionError(f"compile_probe {' '.join(args)}: {why}:\n{self.stderr_tail()}")
+            raise AssertionError(f"compile_probe {' '.join(args)}: {why}:\n{tail}")
         return got["answer"]
+
+    def _exit_code(self):
+        """The code of a child whose stdout ended (it may not be reaped yet)."""
+        try:
+            return self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            return "still running, stdout closed"
 
     def close(self):
         if self.proc.poll() is None:
