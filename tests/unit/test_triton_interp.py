@@ -55,7 +55,6 @@ def test_helpers_patch_once_and_nothing_stays_patched():
     assert tl.core.is_builtin(tl.core.load)  # Triton's own patch scope of tl.sum's call left a wrapper here
 
 
-
 def test_remembered_numpy_dtypes_are_the_interpreters():
     """The memoized ``_get_np_dtype`` (installed by the conftest) answers as Triton's own for
     scalars, blocks of them and pointers, asked twice (the second answer remembered)."""
